@@ -1,0 +1,91 @@
+"""Pages of the accounts app: the front page, login, password reset and change.
+
+There is no public sign-up: staff create businesses (``create_business`` or the admin).
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
+
+from config.security import strict_page
+from portal.views.requests import dashboard
+
+from . import services, throttle
+
+TOO_MANY_LOGINS = "Too many login attempts. Wait a while and try again, or reset your password."
+TOO_MANY_RESETS = (
+    "Too many reset requests for this address or from your network. Please try again in an "
+    "hour, and check your spam folder for the e-mails already sent."
+)
+
+
+@never_cache
+def home(request: HttpRequest) -> HttpResponse:
+    """The front page: a logged-in owner's dashboard, else what the service is and a login."""
+    if request.user.is_authenticated:
+        return dashboard(request)
+    return render(request, "home.html")
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, limited per address and network (``accounts.throttle``)."""
+
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        email = request.POST.get("username", "")
+        if not throttle.login_allowed(request, email):
+            # The password is not even checked: a throttled guess learns nothing.
+            form = self.form_class(request, initial={"username": email[:254]})
+            context = self.get_context_data(form=form, login_error=TOO_MANY_LOGINS)
+            return self.render_to_response(context, status=429)
+        return super().post(request, *args, **kwargs)
+
+
+@method_decorator(strict_page, name="dispatch")
+class PasswordResetView(auth_views.PasswordResetView):
+    """Ask for a reset link. The answer is the same whether or not the address has an account;
+    the e-mail is sent by a worker (``accounts.services``)."""
+
+    template_name = "registration/password_reset_form.html"
+
+    def form_valid(self, form) -> HttpResponse:
+        email = form.cleaned_data["email"]
+        if not throttle.password_reset_allowed(self.request, email):
+            form.add_error("email", TOO_MANY_RESETS)
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        try:
+            services.password_reset_request(email=email)
+        except services.PasswordResetUnavailable:
+            form.add_error(None, "We cannot send e-mail just now. Please try again in a minute.")
+            return self.render_to_response(self.get_context_data(form=form), status=503)
+        return HttpResponseRedirect(self.get_success_url())
+
+
+@method_decorator(strict_page, name="dispatch")
+class PasswordResetDoneView(auth_views.PasswordResetDoneView):
+    pass
+
+
+@method_decorator(strict_page, name="dispatch")
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    pass
+
+
+@method_decorator(strict_page, name="dispatch")
+class PasswordResetCompleteView(auth_views.PasswordResetCompleteView):
+    pass
+
+
+@method_decorator(strict_page, name="dispatch")
+class PasswordChangeView(auth_views.PasswordChangeView):
+    extra_context = {"section": "settings", "tab": "password"}
+
+
+@method_decorator(strict_page, name="dispatch")
+class PasswordChangeDoneView(auth_views.PasswordChangeDoneView):
+    extra_context = {"section": "settings", "tab": "password"}

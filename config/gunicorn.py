@@ -1,0 +1,22 @@
+"""Gunicorn settings for the ``web`` process; every value can be set from the environment."""
+
+import os
+
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
+threads = int(os.environ.get("WEB_THREADS", "1"))
+timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+graceful_timeout = 20
+keepalive = 5
+# Recycle workers now and then so a slow leak cannot grow without bound.
+max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "5000"))
+max_requests_jitter = 500
+accesslog = "-"
+errorlog = "-"
+access_log_format = (
+    '{"time": "%(t)s", "logger": "gunicorn.access", "method": "%(m)s", "path": "%(U)s", '
+    '"status": %(s)s, "bytes": "%(B)s", "duration_ms": %(M)s, '
+    '"request_id": "%({x-request-id}o)s", "remote": "%(h)s"}'
+)
+# Trust X-Forwarded-* from the local proxy only (a PaaS router sets FORWARDED_ALLOW_IPS).
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -1,0 +1,117 @@
+"""Liveness and readiness probes.
+
+Served by a middleware placed first, so that a load balancer probing by IP over plain HTTP is
+answered before host validation, HTTPS redirects, sessions or authentication run.
+
+* ``GET /healthz``: the process answers; touches nothing else.
+* ``GET /readyz``: the database and the broker answer; 503 naming the failing part otherwise.
+  Also reports how long ago a worker last ran beat's heartbeat task (information, not a check:
+  the web can serve while workers restart), and the API rate limiter's store with the number of
+  requests this process served unlimited because the store was down (information too: the API
+  fails open).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connections
+from django.http import JsonResponse
+
+from config.celery import HEARTBEAT_CACHE_KEY
+
+
+def _check_database() -> dict:
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return {"ok": True, "vendor": connection.vendor}
+
+
+def _check_broker() -> dict:
+    if settings.REDIS_URL:
+        import redis
+
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1
+        )
+        try:
+            client.ping()
+        finally:
+            client.close()
+        return {"ok": True, "transport": "redis"}
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    for key in ("data_folder_in", "control_folder"):
+        folder = Path(options[key])
+        if not folder.is_dir() or not _writable(folder):
+            raise OSError(f"broker folder {folder} is not writable")
+    return {"ok": True, "transport": "filesystem"}
+
+
+def _writable(folder: Path) -> bool:
+    probe = folder / f".probe-{time.monotonic_ns()}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _worker_heartbeat_age() -> float | None:
+    from django.core.cache import cache
+
+    try:
+        last = cache.get(HEARTBEAT_CACHE_KEY)
+    except Exception:  # the cache being down is reported by the broker check in Redis mode
+        return None
+    return None if last is None else round(time.time() - float(last), 1)
+
+
+def _rate_limiter() -> dict:
+    """Information, never a failing check: the API fails open while its counter store is down
+    (``unlimited_requests`` counts the requests this process served without a limit)."""
+    from connector_api.ratelimit import readiness_status
+
+    try:
+        return readiness_status()
+    except Exception as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+READINESS_CHECKS = {"database": _check_database, "broker": _check_broker}
+
+
+def readiness() -> tuple[int, dict]:
+    checks: dict[str, dict] = {}
+    for name, check in READINESS_CHECKS.items():
+        try:
+            checks[name] = check()
+        except Exception as exc:
+            checks[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    failing = [name for name, result in checks.items() if not result["ok"]]
+    body = {
+        "status": "unavailable" if failing else "ok",
+        "checks": checks,
+        "worker_heartbeat_age_s": _worker_heartbeat_age(),
+        "rate_limiter": _rate_limiter(),
+    }
+    if failing:
+        body["failing"] = failing
+    return (503 if failing else 200), body
+
+
+class HealthCheckMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path == "/healthz":
+            return JsonResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
+        if request.path == "/readyz":
+            status, body = readiness()
+            return JsonResponse(body, status=status, headers={"Cache-Control": "no-store"})
+        return self.get_response(request)

@@ -1,0 +1,504 @@
+"""Settings: one module, every value from the environment.
+
+Two modes run the same code and processes:
+
+* embedded default (nothing set): SQLite under ``var/``, a broker that needs no server
+  (kombu's filesystem transport under ``var/``), a file cache shared by web, worker and beat,
+  and outgoing e-mail/SMS written as files to ``OUTBOX_DIR``;
+* production/CI: ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` (broker, cache, rate limits) and
+  provider credentials.
+
+Every variable is listed in ``.env.example`` and in the README's configuration table.
+Code reads ``settings.X``, never ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from oauth_provider.policies import pkce_required
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# A local .env (never committed) fills in what the real environment does not set.
+if (BASE_DIR / ".env").is_file():
+    env.read_env(BASE_DIR / ".env")
+
+VAR_DIR = Path(env("VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env.bool("DEBUG", default=False)
+
+# --- Site and security ---------------------------------------------------------------------------
+# SITE_URL is the absolute base for links in messages (review page, unsubscribe, callbacks).
+PORT = env.int("PORT", default=8000)
+SITE_URL = env("SITE_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
+_site = urlsplit(SITE_URL)
+if _site.scheme not in ("http", "https") or not _site.hostname:
+    raise ImproperlyConfigured(f"SITE_URL must be an absolute http(s) URL, got {SITE_URL!r}")
+HTTPS = _site.scheme == "https"
+
+
+def _embedded_secret_key() -> str:
+    """Generate the secret once and keep it under var/ so sessions survive restarts."""
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
+SECRET_KEY = env("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if DEBUG or EMBEDDED_DATABASE:
+        SECRET_KEY = _embedded_secret_key()
+    else:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is off and DATABASE_URL is set"
+        )
+
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS", default=sorted({_site.hostname, "localhost", "127.0.0.1", "[::1]"})
+)
+CSRF_TRUSTED_ORIGINS = env.list(
+    "CSRF_TRUSTED_ORIGINS", default=[f"{_site.scheme}://{_site.netloc}"]
+)
+
+# Behind a TLS-terminating proxy: trust its X-Forwarded-Proto (only set this where the proxy
+# strips the header from client requests, which every PaaS router does).
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+# Load balancers probe over plain HTTP; the health middleware answers before any redirect.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_HSTS_SECONDS = env.int(
+    "SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS and not DEBUG else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+# No page leaks its URL (the OAuth consent page's carries state and PKCE values); forms still
+# pass CSRF checks: see config/security.py.
+SECURE_REFERRER_POLICY = "no-referrer"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# --- Applications --------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "oauth2_provider",
+    "django_celery_beat",
+    "accounts",
+    "reviews",
+    "connector_api",
+    "oauth_provider",
+    "portal",
+]
+
+MIDDLEWARE = [
+    # First: answers /healthz and /readyz before host checks, redirects and sessions.
+    "config.health.HealthCheckMiddleware",
+    "config.request_id.RequestIdMiddleware",
+    # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
+    # then make every /api/ error the JSON shape, whatever raised it.
+    "connector_api.ratelimit.RateLimitMiddleware",
+    "connector_api.errors.ApiErrorMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "config.security.NullOriginMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.security.FrameAncestorsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ------------------------------------------------------------------------------------
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Web, worker and beat are separate processes writing one file: WAL lets readers and one
+    # writer proceed together, IMMEDIATE takes the write lock at BEGIN (so a transaction waits
+    # for the busy timeout instead of failing on lock upgrade), and the timeout is the wait.
+    _db["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=20),
+    }
+    # A file, not :memory:, so that processes started by tests (worker, beat, gunicorn) share it.
+    _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+else:
+    _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    _db["CONN_HEALTH_CHECKS"] = True
+    _db.setdefault("OPTIONS", {})
+    # Fail fast instead of hanging a worker when the database is unreachable.
+    _db["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5))
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth ----------------------------------------------------------------------------------------
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+# A password-reset link works once, for an hour (Django's default is three days).
+PASSWORD_RESET_TIMEOUT = 60 * 60
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# --- I18N / time ---------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files (WhiteNoise serves them from the web process) ----------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env("STATIC_ROOT", default=str(VAR_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": env(
+            "STATICFILES_STORAGE",
+            default="whitenoise.storage.CompressedManifestStaticFilesStorage",
+        )
+    },
+}
+
+# --- Redis, cache, Celery ------------------------------------------------------------------------
+REDIS_URL = env("REDIS_URL", default="")
+
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "rr",
+            # A dead Redis must not hang requests: short socket timeouts, callers fail open.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        # Longer than any task's hard time limit; never used as a calendar (no long ETAs).
+        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900),
+        "socket_connect_timeout": 2,
+    }
+else:
+    # A cache shared by web, worker and beat on one machine (local memory would be per process).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
+    BROKER_DIR = Path(env("BROKER_DIR", default=str(VAR_DIR / "broker")))
+    for _sub in ("queue", "control", "processed"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://localhost/"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+
+CELERY_TIMEZONE = "UTC"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# At-least-once delivery of tasks; every task is idempotent against database state.
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=60)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=90)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Beat re-reads its schedule at least this often (seconds).
+CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+
+HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
+CELERY_BEAT_SCHEDULE = {
+    "heartbeat": {"task": "config.celery.heartbeat", "schedule": HEARTBEAT_INTERVAL},
+    # Expired tokens and codes, revoked refresh tokens past reuse detection, stale records.
+    "oauth-clear-expired": {"task": "oauth_provider.tasks.clear_expired_tokens", "schedule": 3600},
+}
+
+# --- Outgoing messages ---------------------------------------------------------------------------
+OUTBOX_DIR = Path(env("OUTBOX_DIR", default=str(VAR_DIR / "outbox")))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default=f"Reviews <reviews@{_site.hostname}>")
+SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
+# One switch per integration: an ESP backend with its ANYMAIL settings, else files in OUTBOX_DIR.
+EMAIL_BACKEND = env("EMAIL_BACKEND", default="reviews.channels.outbox.OutboxEmailBackend")
+EMAIL_FILE_PATH = str(OUTBOX_DIR)
+ANYMAIL = env.json("ANYMAIL", default={})
+TWILIO_ACCOUNT_SID = env("TWILIO_ACCOUNT_SID", default="")
+TWILIO_AUTH_TOKEN = env("TWILIO_AUTH_TOKEN", default="")
+TWILIO_FROM_NUMBER = env("TWILIO_FROM_NUMBER", default="")
+TWILIO_MESSAGING_SERVICE_SID = env("TWILIO_MESSAGING_SERVICE_SID", default="")
+
+# --- API -----------------------------------------------------------------------------------------
+RATE_LIMIT_PER_HOUR = env.int("RATE_LIMIT_PER_HOUR", default=5000)
+# Automation platforms served; each slug gets /api/<slug>/... and /api/oauth/<slug>/...
+CONNECTOR_PLATFORMS = env.list("CONNECTOR_PLATFORMS", default=["zapier"])
+
+REST_FRAMEWORK = {
+    # OAuth2Authentication first: its WWW-Authenticate header makes DRF answer 401, not 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "oauth_provider.authentication.OAuth2Authentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Strict JSON: NaN, overflowing numbers and runaway nesting are a 400, not a 500.
+    "DEFAULT_PARSER_CLASSES": ["connector_api.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "connector_api.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# --- OAuth 2.0 provider (django-oauth-toolkit), hardened to RFC 9700 ----------------------------
+# DOT's models are not swapped; naming the setting lets our migrations reference the model.
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH_PKCE_REQUIRED_CLIENTS = env.list("OAUTH_PKCE_REQUIRED_CLIENTS", default=[])
+# Seconds after a rotation in which the rotated refresh token, presented again by the same
+# client, gets a new pair in the same family instead of revoking it (parallel refreshes).
+OAUTH_REFRESH_GRACE_SECONDS = env.int("OAUTH_REFRESH_GRACE_SECONDS", default=60)
+OAUTH2_PROVIDER = {
+    "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # Idle expiry: a refresh token unused this long is dead (a Zap off for 90 days reconnects).
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_REFRESH_TOKEN_IDLE_DAYS", default=90) * 86400,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Tokens are stored hashed, which DOT's own grace period cannot work with (it replays the
+    # stored plaintext); parallel refreshes of one token are handled by oauth_provider instead.
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    # A callable, not a dotted path: DOT does not import this setting, and a string would be
+    # truthy-but-not-True, i.e. PKCE silently never required.
+    "PKCE_REQUIRED": pkce_required,
+    "SCOPES": {
+        "read": "See your business profile and the status of your review requests",
+        "write": "Add contacts and send them review requests on your behalf",
+    },
+    "DEFAULT_SCOPES": ["read", "write"],
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https"],
+    "ALLOW_URI_WILDCARDS": False,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "OIDC_ISS_ENDPOINT": SITE_URL,
+    # Only the authorization code and refresh token grants exist (oauth_provider/server.py);
+    # the validator adds code replay revocation, the refresh grace path and exact redirect URIs.
+    "OAUTH2_SERVER_CLASS": "oauth_provider.server.Server",
+    "OAUTH2_VALIDATOR_CLASS": "oauth_provider.validators.OAuth2Validator",
+    # RFC 9700 gates (django-oauth-toolkit keeps them off until 4.0).
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
+
+# Request bodies over this answer 413 (the API's JSON endpoints take far less).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+
+# Idempotency-Key: the first response for (user, key) is replayed for this long; an hourly beat
+# task deletes older keys.
+IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=72)
+CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
+    "task": "connector_api.tasks.purge_idempotency_keys",
+    "schedule": 3600.0,
+}
+
+# Rate limits (connector_api/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
+# client id + IP on the token endpoints; an IP otherwise) in a fixed window started by the
+# bucket's first request. Counters live in Redis with REDIS_URL, else in the database.
+RATE_LIMIT_WINDOW_SECONDS = 3600
+RATE_LIMIT_KEY_PREFIX = "rr:rl"
+# Proxies in front of gunicorn that append the client's address to X-Forwarded-For (a PaaS
+# router: 1). 0: REMOTE_ADDR is the client (gunicorn sets it from the socket, never from a header).
+NUM_PROXIES = env.int("NUM_PROXIES", default=0)
+# Window rows of the database counters (the embedded default) are deleted once they end.
+CELERY_BEAT_SCHEDULE["purge-rate-limit-counters"] = {
+    "task": "connector_api.tasks.purge_rate_limit_counters",
+    "schedule": 3600.0,
+}
+
+# OpenAPI 3 schema (/api/schema/, docs/openapi.yaml) and its docs page (/api/docs/): see
+# connector_api/openapi.py. Swagger UI's files come from drf-spectacular-sidecar (no CDN).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Review requests API",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": r"/api/(oauth/)?[^/]+",
+    "OAUTH2_FLOWS": ["authorizationCode"],
+    "OAUTH2_AUTHORIZATION_URL": f"/api/oauth/{CONNECTOR_PLATFORMS[0]}/authorize",
+    "OAUTH2_TOKEN_URL": f"/api/oauth/{CONNECTOR_PLATFORMS[0]}/token",
+    "OAUTH2_REFRESH_URL": f"/api/oauth/{CONNECTOR_PLATFORMS[0]}/token",
+    "PREPROCESSING_HOOKS": ["connector_api.openapi.preprocess_platform_paths"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "connector_api.openapi.postprocess",
+    ],
+    "ENUM_NAME_OVERRIDES": {},
+    "TAGS": [
+        {"name": "Contacts", "description": "Add contacts; each gets at most one review request."},
+        {"name": "Connection", "description": "Who the token acts for, and whether it works."},
+        {"name": "OAuth", "description": "Tokens: exchange, refresh, revoke, disconnect."},
+    ],
+}
+
+# --- Logging: one JSON object per line on stdout -------------------------------------------------
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"}},
+    "formatters": {"json": {"()": "config.logs.JsonFormatter"}},
+    "handlers": {
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "formatter": "json",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.request": {"level": "ERROR", "propagate": True},
+        # Never log query parameters of OAuth requests at debug level.
+        "oauthlib": {"level": "WARNING", "propagate": True},
+        # django-oauth-toolkit logs the post-consent redirect (with its code) at debug level.
+        "oauth2_provider": {"level": "INFO", "propagate": True},
+    },
+}
+
+# --- Delivery engine (reviews): dispatcher, sends, retries, leases, webhooks ---------------------
+# Beat runs the dispatcher this often (seconds); add_contact also kicks it on commit.
+DISPATCH_INTERVAL_SECONDS = env.float("DISPATCH_INTERVAL_SECONDS", default=2.0)
+# Rows claimed per transaction, and at most this many queued at once (a short broker queue).
+DISPATCH_BATCH_SIZE = env.int("DISPATCH_BATCH_SIZE", default=100)
+DISPATCH_MAX_QUEUED = env.int("DISPATCH_MAX_QUEUED", default=500)
+# A dispatch task older than this is dropped by the worker (the next one does its work).
+DISPATCH_TASK_EXPIRES = max(10.0, DISPATCH_INTERVAL_SECONDS * 5)
+# Rejected-transient sends: retried with exponential backoff and jitter, this many attempts.
+DELIVERY_MAX_ATTEMPTS = env.int("DELIVERY_MAX_ATTEMPTS", default=5)
+DELIVERY_RETRY_BASE_SECONDS = env.int("DELIVERY_RETRY_BASE_SECONDS", default=30)
+DELIVERY_RETRY_MAX_SECONDS = env.int("DELIVERY_RETRY_MAX_SECONDS", default=3600)
+# Leases: a row queued this long lost its task (back to pending); a row sending this long lost
+# its worker (unknown: it may have been sent). The sending lease must outlive a send task.
+DELIVERY_QUEUED_LEASE_SECONDS = env.int("DELIVERY_QUEUED_LEASE_SECONDS", default=300)
+DELIVERY_SENDING_LEASE_SECONDS = env.int("DELIVERY_SENDING_LEASE_SECONDS", default=300)
+# Provider HTTP timeouts (seconds): connecting (nothing sent yet) and waiting for the answer.
+DELIVERY_CONNECT_TIMEOUT = env.float("DELIVERY_CONNECT_TIMEOUT", default=5.0)
+DELIVERY_READ_TIMEOUT = env.float("DELIVERY_READ_TIMEOUT", default=20.0)
+if DELIVERY_SENDING_LEASE_SECONDS <= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        "DELIVERY_SENDING_LEASE_SECONDS must be longer than CELERY_TASK_TIME_LIMIT, or a send "
+        "still running would be declared lost"
+    )
+if DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT >= CELERY_TASK_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        "DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT must be below CELERY_TASK_SOFT_TIME_LIMIT"
+    )
+ANYMAIL.setdefault("REQUESTS_TIMEOUT", (DELIVERY_CONNECT_TIMEOUT, DELIVERY_READ_TIMEOUT))
+# Twilio's API root; tests and benchmarks point the real client at a fake on loopback.
+TWILIO_API_BASE_URL = env("TWILIO_API_BASE_URL", default="https://api.twilio.com")
+# Twilio's Advanced Opt-Out answers STOP/START/HELP itself (its default): then we send no
+# second confirmation for those exact keywords, only for other wordings we recognise.
+TWILIO_ANSWERS_STANDARD_KEYWORDS = env.bool("TWILIO_ANSWERS_STANDARD_KEYWORDS", default=True)
+SMS_HELP_TEXT = env(
+    "SMS_HELP_TEXT",
+    default="Review requests from local businesses. Reply STOP to opt out. "
+    "Msg&data rates may apply.",
+)
+# An inbox (routed to anymail's inbound webhook) for mailto: unsubscribes; unset: https only.
+UNSUBSCRIBE_MAILTO = env("UNSUBSCRIBE_MAILTO", default="")
+# Unknown outcomes: asked about after this many minutes (beat, every interval below); given up
+# (failed, resendable) after this many hours when the provider cannot be asked.
+UNKNOWN_RECONCILE_AFTER_MINUTES = env.int("UNKNOWN_RECONCILE_AFTER_MINUTES", default=10)
+UNKNOWN_RECONCILE_INTERVAL_SECONDS = env.int("UNKNOWN_RECONCILE_INTERVAL_SECONDS", default=600)
+UNKNOWN_MAX_AGE_HOURS = env.int("UNKNOWN_MAX_AGE_HOURS", default=48)
+# Opt-out/opt-in audit rows are kept this long (4 years), then purged daily.
+OPT_OUT_AUDIT_RETENTION_DAYS = env.int("OPT_OUT_AUDIT_RETENTION_DAYS", default=1461)
+# Dispatch tasks travel on their own queue, which every worker also consumes (Procfile), so a
+# dispatch kick is picked up at once instead of waiting behind the send tasks it refills.
+CELERY_TASK_ROUTES = {"reviews.tasks.dispatch_due_messages": {"queue": "dispatch"}}
+CELERY_BEAT_SCHEDULE["dispatch-due-messages"] = {
+    "task": "reviews.tasks.dispatch_due_messages",
+    "schedule": DISPATCH_INTERVAL_SECONDS,
+    "options": {"expires": DISPATCH_TASK_EXPIRES},
+}
+CELERY_BEAT_SCHEDULE["reconcile-unknown-messages"] = {
+    "task": "reviews.tasks.reconcile_unknown_messages",
+    "schedule": float(UNKNOWN_RECONCILE_INTERVAL_SECONDS),
+}
+CELERY_BEAT_SCHEDULE["purge-opt-out-events"] = {
+    "task": "reviews.tasks.purge_opt_out_events",
+    "schedule": 86400.0,
+}
+# Twilio's client logs every request and response (headers, bodies with phone numbers) at INFO.
+LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": True}

@@ -1,0 +1,119 @@
+"""Settings come from the environment; the embedded default works with nothing set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import json, django
+from django.conf import settings
+django.setup()
+from django.db import connection
+out = {
+    "engine": settings.DATABASES["default"]["ENGINE"],
+    "db_options": {k: v for k, v in settings.DATABASES["default"].get("OPTIONS", {}).items()},
+    "broker": settings.CELERY_BROKER_URL,
+    "cache": settings.CACHES["default"]["BACKEND"],
+    "secret_key": settings.SECRET_KEY,
+    "ssl_redirect": settings.SECURE_SSL_REDIRECT,
+    "hsts": settings.SECURE_HSTS_SECONDS,
+    "secure_cookies": settings.SESSION_COOKIE_SECURE and settings.CSRF_COOKIE_SECURE,
+    "rate_limit": settings.RATE_LIMIT_PER_HOUR,
+}
+if connection.vendor == "sqlite":
+    with connection.cursor() as c:
+        c.execute("PRAGMA journal_mode")
+        out["journal_mode"] = c.fetchone()[0]
+        c.execute("PRAGMA busy_timeout")
+        out["busy_timeout_ms"] = c.fetchone()[0]
+print(json.dumps(out))
+"""
+
+
+def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in _CONFIG_VARS}
+    clean.update(DJANGO_SETTINGS_MODULE="config.settings", VAR_DIR=str(tmp_path / "var"), **env)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+_CONFIG_VARS = {
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SECRET_KEY",
+    "DEBUG",
+    "SITE_URL",
+    "ALLOWED_HOSTS",
+    "SECURE_SSL_REDIRECT",
+    "RATE_LIMIT_PER_HOUR",
+    "OUTBOX_DIR",
+    "VAR_DIR",
+}
+
+
+def test_embedded_default_needs_nothing_set(tmp_path):
+    result = _run(tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["engine"] == "django.db.backends.sqlite3"
+    assert out["broker"].startswith("filesystem://")
+    assert out["cache"].endswith("FileBasedCache")
+    assert out["journal_mode"] == "wal"
+    assert out["busy_timeout_ms"] >= 5000
+    assert out["db_options"]["transaction_mode"] == "IMMEDIATE"
+    assert out["ssl_redirect"] is False
+    assert out["rate_limit"] == 5000
+
+
+def test_embedded_secret_key_is_generated_once_and_kept_under_var(tmp_path):
+    first = json.loads(_run(tmp_path).stdout)["secret_key"]
+    second = json.loads(_run(tmp_path).stdout)["secret_key"]
+    key_file = tmp_path / "var" / "secret_key"
+    assert first == second == key_file.read_text().strip()
+    assert len(first) >= 50
+    assert key_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_secret_key_is_required_when_debug_is_off_outside_the_embedded_default(tmp_path):
+    result = _run(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/unused")
+    assert result.returncode != 0
+    assert "SECRET_KEY is required" in result.stderr
+
+
+def test_https_site_turns_on_redirects_hsts_and_secure_cookies(tmp_path):
+    result = _run(tmp_path, SITE_URL="https://reviews.example.com", SECRET_KEY="x" * 60)
+    out = json.loads(result.stdout)
+    assert out["ssl_redirect"] is True
+    assert out["hsts"] >= 31_536_000
+    assert out["secure_cookies"] is True
+
+
+def test_redis_url_switches_broker_and_cache_to_redis(tmp_path):
+    result = _run(tmp_path, REDIS_URL="redis://127.0.0.1:6379/9", RATE_LIMIT_PER_HOUR="10")
+    out = json.loads(result.stdout)
+    assert out["broker"] == "redis://127.0.0.1:6379/9"
+    assert out["cache"] == "django.core.cache.backends.redis.RedisCache"
+    assert out["rate_limit"] == 10
+
+
+def test_env_example_lists_every_variable_the_settings_read():
+    settings_source = (ROOT / "config" / "settings.py").read_text()
+    import re
+
+    read = set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z][A-Z0-9_]+)"', settings_source))
+    listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    assert read - listed == set(), f"missing from .env.example: {sorted(read - listed)}"
+    readme = (ROOT / "README.md").read_text()
+    assert [name for name in sorted(read) if f"`{name}`" not in readme] == []
