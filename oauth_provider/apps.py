@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OAuthProviderConfig(AppConfig):
+    name = "oauth_provider"
+    verbose_name = "OAuth provider"

@@ -1,0 +1,45 @@
+"""The one place the API checks access tokens (first in DRF's authentication classes).
+
+Everything about a bearer token on the resource side happens here, so that a later token cache
+has one place to live: the token is taken from the ``Authorization`` header only (never from the
+query string or the body), looked up by its hash, must be unexpired and belong to an active
+owner, and each use is recorded on its connection (``services.connection_touch``).
+
+An invalid, expired or revoked token raises ``AuthenticationFailed``: 401
+``{"error": "unauthorized", ...}`` with a ``WWW-Authenticate: Bearer`` challenge, which is what
+makes an automation platform refresh the token and retry (a 403 would not).
+"""
+
+from __future__ import annotations
+
+from oauth2_provider.contrib.rest_framework import OAuth2Authentication as DOTOAuth2Authentication
+from rest_framework.exceptions import AuthenticationFailed
+
+from . import services
+
+
+class OAuth2Authentication(DOTOAuth2Authentication):
+    def authenticate(self, request):
+        if "access_token" in request.query_params:
+            # RFC 9700 §4.3.2: tokens in URLs end up in logs and Referer headers.
+            request.oauth2_error = {"error": "invalid_request"}
+            raise AuthenticationFailed(
+                "Access tokens are not accepted in the URL; send Authorization: Bearer <token>."
+            )
+        scheme, _, _ = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None  # no credentials: a view that needs them answers 401
+        # The plain Django request: the token is in a header, and DOT would otherwise make DRF
+        # parse the body before authentication (a body of the wrong type would answer 415).
+        result = super().authenticate(request._request)
+        if result is None:
+            error = getattr(request, "oauth2_error", None) or {}
+            raise AuthenticationFailed(
+                error.get("error_description") or "The access token is invalid or was revoked."
+            )
+        user, access_token = result
+        if not user.is_active:
+            request.oauth2_error = {"error": "invalid_token"}
+            raise AuthenticationFailed("The account this token belongs to is disabled.")
+        services.connection_touch(access_token=access_token)
+        return result

@@ -1,0 +1,157 @@
+"""OAuth workflows that touch several models: revoking connections, recording use, cleanup.
+
+Lock order, everywhere a connection's tokens change: the ``Connection`` row first, then refresh
+tokens, then access tokens. Token rotation and the parallel-refresh grace path
+(``validators.OAuth2Validator``) take the same order, so revocation and minting in one family are
+serialised and cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Subquery
+from django.utils import timezone
+from oauth2_provider.models import (
+    AbstractAccessToken,
+    AbstractApplication,
+    AbstractRefreshToken,
+    clear_expired,
+    get_access_token_model,
+    get_refresh_token_model,
+)
+
+from .models import Connection, RedeemedCode, token_digest
+
+logger = logging.getLogger(__name__)
+
+AccessToken = get_access_token_model()
+RefreshToken = get_refresh_token_model()
+
+# Recording use writes at most once per access token per this many seconds.
+TOUCH_INTERVAL_SECONDS = 1
+
+
+def connection_revoke(*, connection_id: uuid.UUID) -> int:
+    """Revoke every live token of one connection; return how many tokens that revoked.
+
+    Refresh tokens are marked revoked (kept as tombstones: reuse detection needs them) and access
+    tokens are deleted, as django-oauth-toolkit does. Idempotent: a second call returns 0.
+    """
+    with transaction.atomic():
+        # Serialises with rotation and the grace path, which lock the same row first.
+        list(Connection.objects.select_for_update().filter(pk=connection_id).values_list("pk"))
+        now = timezone.now()
+        live = RefreshToken.objects.filter(token_family=connection_id, revoked__isnull=True)
+        access_ids = [pk for pk in live.values_list("access_token_id", flat=True) if pk]
+        refresh_count = live.update(revoked=now, updated=now)
+        _, deleted = AccessToken.objects.filter(pk__in=access_ids).delete()
+        access_count = deleted.get(AccessToken._meta.label, 0)
+    if refresh_count or access_count:
+        logger.info(
+            "oauth connection revoked",
+            extra={"connection_id": str(connection_id), "tokens": refresh_count + access_count},
+        )
+    return refresh_count + access_count
+
+
+def token_connection_revoke(
+    *,
+    refresh_token: AbstractRefreshToken | None = None,
+    access_token: AbstractAccessToken | None = None,
+) -> int:
+    """Revoke the connection one token belongs to; return how many tokens that revoked.
+
+    Pass the refresh token, or the access token (its refresh token is found). A token minted
+    outside any connection (no token family) is revoked together with its pair only.
+    """
+    if refresh_token is None:
+        refresh_token = RefreshToken.objects.filter(access_token=access_token).first()
+    if refresh_token is not None and refresh_token.token_family is not None:
+        return connection_revoke(connection_id=refresh_token.token_family)
+    if refresh_token is None:
+        access_token.revoke()
+        return 1
+    count = (refresh_token.revoked is None) + (refresh_token.access_token_id is not None)
+    refresh_token.revoke()  # also deletes its access token
+    return count
+
+
+def token_revoke(*, token: str, application: AbstractApplication, user=None) -> int:
+    """Revoke the connection of one live access or refresh token issued to ``application``.
+
+    With ``user``, only that owner's tokens match: anyone else's token revokes nothing. Returns
+    how many tokens were revoked (0 for an unknown, foreign or already revoked token). Revoking
+    any token of a connection ends the whole connection: its access and refresh token and any
+    pair minted by a parallel refresh.
+    """
+    digest = token_digest(token)
+    owner = {"user": user} if user is not None else {}
+    access = AccessToken.objects.filter(
+        token_checksum=digest, application=application, **owner
+    ).first()
+    if access is not None:
+        return token_connection_revoke(access_token=access)
+    refresh = RefreshToken.objects.filter(
+        token_checksum=digest, application=application, revoked__isnull=True, **owner
+    ).first()
+    if refresh is None:
+        return 0
+    return token_connection_revoke(refresh_token=refresh)
+
+
+def user_tokens_revoke(*, user, application: AbstractApplication) -> int:
+    """Disconnect ``application`` from ``user``: revoke every live token; return the count."""
+    live = RefreshToken.objects.filter(user=user, application=application, revoked__isnull=True)
+    count = 0
+    for family in set(live.exclude(token_family=None).values_list("token_family", flat=True)):
+        count += connection_revoke(connection_id=family)
+    for refresh in live.filter(token_family=None):
+        count += token_connection_revoke(refresh_token=refresh)
+    return count
+
+
+def touch_gate_key(access_token: AbstractAccessToken) -> str:
+    # The checksum, not the pk: unique per token even where ids get reused (test rollbacks).
+    return f"oauth:touch:{access_token.token_checksum}"
+
+
+def connection_touch(*, access_token: AbstractAccessToken) -> None:
+    """Record that ``access_token`` was just used, in one indexed UPDATE of its connection.
+
+    Gated to one write per token per second through the cache; if the cache is down the gate
+    fails open (the write happens), so ``last_used_at`` never goes stale because of it.
+    """
+    try:
+        first = cache.add(touch_gate_key(access_token), 1, timeout=TOUCH_INTERVAL_SECONDS)
+    except Exception:  # any cache backend failure: fail open
+        logger.warning("cache unavailable; recording OAuth token use without the gate")
+        first = True
+    if not first:
+        return  # written less than a second ago
+    family = RefreshToken.objects.filter(access_token_id=access_token.pk).values("token_family")
+    Connection.objects.filter(pk=Subquery(family[:1])).update(last_used_at=timezone.now())
+
+
+def tokens_clear_expired() -> dict[str, int]:
+    """Delete expired tokens and grants (DOT's ``clear_expired``) and our own stale records.
+
+    Connections whose tokens are all gone and redeemed-code records older than
+    ``RedeemedCode.RETENTION`` are deleted. Idempotent; safe to run concurrently.
+    """
+    clear_expired()
+    cutoff = timezone.now() - RedeemedCode.RETENTION
+    _, codes = RedeemedCode.objects.filter(redeemed_at__lt=cutoff).delete()
+    has_tokens = RefreshToken.objects.filter(token_family__isnull=False).values("token_family")
+    # A connection and its first tokens are created in one transaction, so one without tokens
+    # had them all expire and be deleted above: nothing is left to track.
+    _, connections = Connection.objects.exclude(pk__in=has_tokens).delete()
+    result = {
+        "redeemed_codes": codes.get(RedeemedCode._meta.label, 0),
+        "connections": connections.get(Connection._meta.label, 0),
+    }
+    logger.info("oauth cleanup done", extra=result)
+    return result

@@ -1,0 +1,301 @@
+"""OAuth endpoints under /api/oauth/<platform>/: authorize (consent), token, revoke, RFC 7009.
+
+Thin wrappers over django-oauth-toolkit's views; the rules live in ``validators``, ``server``
+and ``services``. Each view receives the ``platform`` slug from the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import resolve_url
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.debug import sensitive_post_parameters
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from oauth2_provider import views as dot_views
+from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
+from oauth2_provider.http import OAuth2ResponseRedirect
+from oauth2_provider.models import get_application_model
+from oauth2_provider.scopes import get_scopes_backend
+from oauth2_provider.settings import oauth2_settings
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.security import strict_page
+from connector_api.openapi import error_responses
+from connector_api.ratelimit import RateLimitedView
+
+from . import services
+
+logger = logging.getLogger(__name__)
+
+Application = get_application_model()
+
+# Seconds a client should wait before retrying after a transient fault.
+RETRY_AFTER_SECONDS = 5
+# How long the token endpoint waits for a row lock (PostgreSQL) before answering 503.
+TOKEN_LOCK_TIMEOUT = "5s"
+
+SENSITIVE_PARAMETERS = ("client_secret", "code", "code_verifier", "refresh_token", "token")
+
+
+def _registered_exactly(application, redirect_uri: str | None) -> bool:
+    return bool(application and redirect_uri and redirect_uri in application.redirect_uris.split())
+
+
+def _with_issuer(uri: str) -> str:
+    """Add the RFC 9207 ``iss`` parameter (error responses carry it too)."""
+    parts = urlsplit(uri)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "iss"]
+    query.append(("iss", oauth2_settings.OIDC_ISS_ENDPOINT))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+@method_decorator(strict_page, name="dispatch")
+class AuthorizeView(dot_views.AuthorizationView):
+    """GET shows the consent page; POST (Approve or Deny) redirects back to the client.
+
+    The consent page is always shown: a client's ``approval_prompt=auto`` and an application's
+    ``skip_authorization`` are ignored. An unknown ``client_id`` or a ``redirect_uri`` that is not
+    registered exactly is an error page (400), never a redirect; other errors go back to the
+    registered URI with ``error`` and ``state``.
+    """
+
+    template_name = "oauth_provider/authorize.html"
+    error_template_name = "oauth_provider/error.html"
+    html_errors = True  # a page for people: its errors stay HTML (connector_api.errors)
+
+    def handle_no_permission(self) -> HttpResponse:
+        # Anonymous: refuse bad clients here, before asking anyone to log in for them.
+        try:
+            self.validate_authorization_request(self.request)
+        except FatalClientError as error:
+            return self.error_response(error, application=None)
+        except OAuthToolkitError:
+            pass  # reported (by redirect) only once the owner is logged in
+        return redirect_to_login(self.request.get_full_path(), resolve_url(settings.LOGIN_URL))
+
+    def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            scopes, credentials = self.validate_authorization_request(request)
+        except OAuthToolkitError as error:
+            return self.error_response(error, application=None)
+        application = credentials["request"].client
+        all_scopes = get_scopes_backend().get_all_scopes()
+        self.oauth2_data = {
+            "client_id": credentials["client_id"],
+            "redirect_uri": credentials["redirect_uri"],
+            "response_type": credentials["response_type"],
+            "state": credentials["state"],
+            "scopes": scopes,
+            "code_challenge": credentials.get("code_challenge"),
+            "code_challenge_method": credentials.get("code_challenge_method"),
+        }
+        context = {
+            "application": application,
+            "scopes_descriptions": [all_scopes[scope] for scope in scopes],
+            "redirect_host": urlsplit(credentials["redirect_uri"]).hostname,
+            "form": self.get_form(),
+        }
+        return self.render_to_response(self.get_context_data(**context))
+
+    def form_valid(self, form) -> HttpResponse:
+        application = Application.objects.filter(client_id=form.cleaned_data["client_id"]).first()
+        if application is None:
+            return self._error_page("invalid_request", "Unknown client.")
+        return super().form_valid(form)
+
+    def form_invalid(self, form) -> HttpResponse:
+        return self._error_page("invalid_request", "The authorization form was incomplete.")
+
+    def error_response(self, error, application, **kwargs) -> HttpResponse:
+        oauthlib_error = error.oauthlib_error
+        redirect_uri = oauthlib_error.redirect_uri
+        if application is None and getattr(oauthlib_error, "client_id", None):
+            application = Application.objects.filter(client_id=oauthlib_error.client_id).first()
+        # Fatal errors (bad client or redirect URI) never redirect; as a second line of defence,
+        # nothing is redirected to a URI that is not registered exactly.
+        if isinstance(error, FatalClientError) or not _registered_exactly(
+            application, redirect_uri
+        ):
+            return self._error_page(oauthlib_error.error, oauthlib_error.description)
+        location = oauthlib_error.in_uri(redirect_uri)
+        if oauth2_settings.COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS:
+            location = _with_issuer(location)
+        return OAuth2ResponseRedirect(location, application.get_allowed_schemes())
+
+    def _error_page(self, error: str, description: str) -> HttpResponse:
+        return self.response_class(
+            request=self.request,
+            template=[self.error_template_name],
+            context={"error": error, "description": description},
+            status=400,
+        )
+
+
+class TransientFaultsAs503:
+    """A database fault (lock timeout, deadlock, connection lost) is 503 + Retry-After.
+
+    Never a 4xx: an automation platform that gets a 4xx from a refresh disconnects the user.
+    The whole request runs in one transaction; on PostgreSQL a lock wait longer than
+    ``TOKEN_LOCK_TIMEOUT`` fails fast instead of holding a web worker.
+    """
+
+    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(
+                            "SELECT set_config('lock_timeout', %s, true)", [TOKEN_LOCK_TIMEOUT]
+                        )
+                return super().dispatch(request, *args, **kwargs)
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning(
+                "oauth endpoint unavailable: %s", type(exc).__name__, extra={"path": request.path}
+            )
+            return JsonResponse(
+                {
+                    "error": "temporarily_unavailable",
+                    "error_description": "The server is briefly unavailable; retry shortly.",
+                },
+                status=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"},
+            )
+
+
+# oauthlib leaves error_description out of some errors (invalid_client, for one); the API's error
+# shape always has one.
+OAUTH_ERROR_DESCRIPTIONS = {
+    "invalid_request": "The request is missing a required parameter or has an invalid one.",
+    "invalid_client": "Client authentication failed: unknown client id or wrong secret.",
+    "invalid_grant": "The authorization code or refresh token is invalid, expired, already "
+    "used, or was issued to another client.",
+    "unauthorized_client": "This client may not use this grant type.",
+    "unsupported_grant_type": "Only the authorization_code and refresh_token grants exist.",
+    "invalid_scope": "The requested scope is invalid or wider than the one granted.",
+    "unsupported_token_type": "This token type cannot be revoked.",
+}
+
+
+class OAuthClientEndpoint:
+    """What the token and RFC 7009 endpoints share.
+
+    * Bodies are ``application/x-www-form-urlencoded`` (RFC 6749 §4.1.3, RFC 7009 §2.1): another
+      type is 415 ``unsupported_media_type``, not a misleading grant error.
+    * Errors always carry ``error_description`` (the API's one error shape).
+    * Rate-limited per (client id, IP) by ``connector_api.ratelimit``, before the view runs.
+    """
+
+    rate_limit_scope = "client"
+
+    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method == "POST" and request.content_type not in (
+            "",
+            "application/x-www-form-urlencoded",
+        ):
+            return JsonResponse(
+                {
+                    "error": "unsupported_media_type",
+                    "error_description": "Send the parameters form-encoded, with Content-Type: "
+                    "application/x-www-form-urlencoded.",
+                },
+                status=415,
+                headers={"Cache-Control": "no-store"},
+            )
+        response = super().dispatch(request, *args, **kwargs)
+        if response.status_code >= 400 and response.get("Content-Type", "").startswith(
+            "application/json"
+        ):
+            _describe_oauth_error(response)
+        return response
+
+
+def _describe_oauth_error(response: HttpResponse) -> None:
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return
+    if isinstance(body, dict) and body.get("error") and not body.get("error_description"):
+        body["error_description"] = OAUTH_ERROR_DESCRIPTIONS.get(
+            body["error"], f"OAuth error: {body['error']}."
+        )
+        response.content = json.dumps(body)
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # clients authenticate; there is no session
+@method_decorator(sensitive_post_parameters(*SENSITIVE_PARAMETERS), name="dispatch")
+class TokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.TokenView):
+    """``authorization_code`` and ``refresh_token`` grants, form-encoded, client authenticated."""
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        # DOT's post() also routes the device grant; this server has none.
+        response = self.authorization_flow_token_response(request)
+        # Errors raised before a grant runs (e.g. credentials in the URL) come without headers.
+        response["Content-Type"] = "application/json"
+        response["Cache-Control"] = "no-store"
+        response["Pragma"] = "no-cache"
+        return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+@method_decorator(sensitive_post_parameters(*SENSITIVE_PARAMETERS), name="dispatch")
+class RevokeTokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.RevokeTokenView):
+    """RFC 7009 revocation for clients: form-encoded, client-authenticated, always 200."""
+
+
+class _TokenField(serializers.CharField):
+    """A token is a JSON string: DRF's CharField would also take 123 and revoke nothing."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class RevokeApi(RateLimitedView, APIView):
+    """Disconnect: revoke one of the caller's tokens, or all of them (the owner, this client)."""
+
+    @extend_schema_serializer(component_name="RevokeRequest")
+    class InputSerializer(serializers.Serializer):
+        token = _TokenField(required=False, max_length=512)
+
+    @extend_schema_serializer(component_name="RevokeResult")
+    class OutputSerializer(serializers.Serializer):
+        success = serializers.BooleanField()
+        message = serializers.CharField()
+        revoked_count = serializers.IntegerField(min_value=0)
+
+    @extend_schema(
+        operation_id="revoke",
+        summary="Disconnect: revoke the caller's tokens",
+        description="With `token`: revoke that token's connection (if it is one of the "
+        "caller's, for this client). Without a body: revoke all of the owner's tokens for the "
+        "calling client. Any valid token may call it.",
+        tags=["OAuth"],
+        request=InputSerializer,
+        responses={200: OutputSerializer, **error_responses(400, 401, 413, 415)},
+    )
+    def post(self, request, platform: str) -> Response:
+        if not isinstance(request.data, dict):  # JSON null, a list, a number...: not "no body"
+            raise ParseError("The request body must be a JSON object (or empty).")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        token = serializer.validated_data.get("token")
+        application = request.auth.application
+        if token is None:
+            count = services.user_tokens_revoke(user=request.user, application=application)
+            message = f"Revoked {count} token(s): {application.name} is disconnected."
+        else:
+            count = services.token_revoke(token=token, application=application, user=request.user)
+            message = f"Revoked {count} token(s)." if count else "No active token of yours matched."
+        return Response({"success": True, "message": message, "revoked_count": count})
