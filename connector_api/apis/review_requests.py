@@ -1,0 +1,220 @@
+"""``POST /api/<platform>/send-review-request`` and ``GET .../send-review-request/fields``.
+
+Both are built from ``reviews.normalize.CONTACT_FIELDS``: the input serializer accepts exactly
+those keys (others are ignored) and the fields endpoint documents exactly those, so the two
+cannot drift apart. The rules (normalisation, dedup, cooldown, channels, quiet hours) live in
+``reviews.services.add_contact``; this module only parses, calls it and renders.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
+from rest_framework import serializers
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
+from connector_api.openapi import (
+    REVIEW_REQUEST_EXAMPLE,
+    ContactRequest,
+    InputFieldsResponse,
+    error_responses,
+)
+from connector_api.permissions import TokenHasRequiredScopes
+from connector_api.ratelimit import RateLimitedView
+from reviews.models import BusinessSettings, Contact
+from reviews.normalize import CONTACT_FIELDS, FieldKind, parse_field
+from reviews.services import AddContactResult, add_contact
+
+ENDPOINT = "send-review-request"
+
+
+class _ContactInputField(serializers.Field):
+    """Checks one accepted key with the service's own parser, so that one response names every
+    bad field; the raw value is passed on and ``add_contact`` parses it again (idempotently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(required=False, allow_null=True)
+        self.key = key
+
+    def to_internal_value(self, data: Any) -> Any:
+        try:
+            parse_field(self.key, data, default_region=self.context["default_region"])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class SendReviewRequestApi(RateLimitedView, APIView):
+    """Add a contact (deduplicated) and schedule at most one review request for them."""
+
+    permission_classes = [TokenHasRequiredScopes]
+    required_scopes = ["write"]
+
+    # One serializer field per accepted key, generated from the single list.
+    InputSerializer = type(
+        "InputSerializer",
+        (serializers.Serializer,),
+        {spec.key: _ContactInputField(spec.key) for spec in CONTACT_FIELDS},
+    )
+
+    @extend_schema_serializer(component_name="ReviewRequest")
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.CharField()
+        contact_id = serializers.CharField()
+        contact_name = serializers.CharField(allow_blank=True)
+        contact_email = serializers.CharField(allow_null=True)
+        contact_phone = serializers.CharField(allow_null=True)
+        scheduled_for = serializers.CharField()
+        status = serializers.CharField()
+        message = serializers.CharField()
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # The contract for this endpoint: a body that is not JSON is a 400 invalid_request.
+        if isinstance(exc, UnsupportedMediaType):
+            exc = ParseError(
+                "The request body must be a JSON object sent with Content-Type: application/json."
+            )
+        return super().handle_exception(exc)
+
+    @extend_schema(
+        operation_id="send_review_request",
+        summary="Add a contact and schedule a review request",
+        description="Deduplicates the contact (same e-mail or phone: updated, not duplicated) "
+        "and schedules at most one review request, sent by SMS or e-mail at `scheduled_for`, "
+        "then follow-ups. 201: a new request; 200: an existing one is returned (active, or "
+        "within the cooldown). A body that is not a JSON object is a 400.",
+        tags=["Contacts"],
+        request=ContactRequest,
+        parameters=[
+            OpenApiParameter(
+                HEADER,
+                {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+                OpenApiParameter.HEADER,
+                required=False,
+                description="1 to 255 visible ASCII characters, derived from the triggering "
+                "record. A retry with the same key and body gets the first response again; "
+                "kept 72 hours.",
+            ),
+            OpenApiParameter(
+                REPLAYED_HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                response=[200, 201],
+                enum=["true"],
+                description="Present (`true`) when this is the stored first response to the "
+                "same Idempotency-Key.",
+            ),
+        ],
+        responses={
+            201: OpenApiResponse(OutputSerializer, description="A new review request."),
+            200: OpenApiResponse(
+                OutputSerializer,
+                description="An existing review request (the contact has an active one, or "
+                "one within the cooldown); no new request was created.",
+            ),
+            **error_responses(400, 401, 403, 409, 413, 422),
+        },
+        examples=[REVIEW_REQUEST_EXAMPLE],
+    )
+    def post(self, request: Request, platform: str) -> Response:
+        if not isinstance(request.data, dict):
+            raise ParseError("The request body must be a JSON object.")
+        return idempotent(request, endpoint=ENDPOINT, handler=lambda: self._add(request))
+
+    def _add(self, request: Request) -> Response:
+        serializer = self.InputSerializer(
+            data=request.data, context={"default_region": request.user.default_region}
+        )
+        serializer.is_valid(raise_exception=True)
+        try:
+            result = add_contact(
+                owner=request.user, data=serializer.validated_data, source=Contact.Source.API
+            )
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(_field_errors(exc)) from None
+        body = self.OutputSerializer(review_request_body(result)).data
+        return Response(body, status=201 if result.created else 200)
+
+
+def review_request_body(result: AddContactResult) -> dict[str, Any]:
+    """The spec's review-request fields, and nothing else."""
+    contact, request = result.contact, result.review_request
+    return {
+        "id": str(request.id),
+        "contact_id": str(contact.id),
+        "contact_name": contact.full_name,
+        "contact_email": contact.email or None,
+        "contact_phone": contact.phone or None,
+        "scheduled_for": iso_utc(request.scheduled_for),
+        "status": request.status,
+        "message": result.message,
+    }
+
+
+def iso_utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _field_errors(exc: DjangoValidationError) -> dict[str, list[str]]:
+    if hasattr(exc, "error_dict"):
+        return exc.message_dict
+    return {"non_field_errors": exc.messages}
+
+
+class SendReviewRequestFieldsApi(RateLimitedView, APIView):
+    """Input fields for the automation platform's editor (Zapier's input-field schema)."""
+
+    permission_classes = [TokenHasRequiredScopes]
+    required_scopes = ["read"]
+
+    @extend_schema(
+        operation_id="send_review_request_fields",
+        summary="Input fields of send-review-request",
+        description="One Zapier input field (`PlainInputFieldSchema`) per key the POST accepts.",
+        tags=["Contacts"],
+        responses={200: InputFieldsResponse, **error_responses(401, 403)},
+    )
+    def get(self, request: Request, platform: str) -> Response:
+        policy = BusinessSettings.for_owner(request.user)
+        return Response({"fields": input_fields(default_delay_hours=policy.default_delay_hours)})
+
+
+def input_fields(*, default_delay_hours: int) -> list[dict[str, Any]]:
+    """Each accepted key as a Zapier ``PlainInputFieldSchema`` object.
+
+    Zapier's rules: ``key`` required; ``type`` from its list; ``default`` and ``placeholder``
+    non-empty strings; ``helpText`` at most 1000 characters; ``dict`` must not be combined
+    with ``list`` (``type`` with ``dict`` is allowed: the values are strings).
+    """
+    fields = []
+    for spec in CONTACT_FIELDS:
+        field: dict[str, Any] = {
+            "key": spec.key,
+            "label": spec.label,
+            "type": "integer" if spec.kind == FieldKind.HOURS else "string",
+            "required": False,
+            "helpText": spec.help_text,
+        }
+        if spec.placeholder:
+            field["placeholder"] = spec.placeholder
+        if spec.kind == FieldKind.HOURS:
+            field["default"] = str(default_delay_hours)
+        if spec.kind == FieldKind.OBJECT:
+            field["dict"] = True
+        fields.append(field)
+    return fields

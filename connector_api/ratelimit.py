@@ -1,0 +1,465 @@
+"""Rate limits for everything under ``/api/``: a fixed window per bucket, checked before any work.
+
+Buckets (separate counters, each ``RATE_LIMIT_PER_HOUR`` per window):
+
+* ``user:<id>``: requests authenticated with a valid bearer token, per owner, across all their
+  tokens and clients. Counted by ``RateLimitedView`` right after DRF has authenticated the token
+  (no second token lookup) and before permissions and the handler run;
+* ``client:<hash of client_id>:<ip>``: the OAuth token and RFC 7009 revocation endpoints (no
+  user yet); also slows guessing of client secrets;
+* ``ip:<ip>``: everything else: no or an invalid token, unknown paths, the consent page.
+
+The window is GitHub's: it starts with a bucket's first request and lasts
+``RATE_LIMIT_WINDOW_SECONDS`` (an hour); ``X-RateLimit-Reset`` is its end in Unix epoch seconds,
+``X-RateLimit-Remaining`` is the limit minus the requests counted so far, and request N+1 is the
+first 429, with an integer ``Retry-After`` (what Zapier reads). Every request counts, whatever
+its answer (429s included); a 429 is answered before the view runs, so it is always safe to
+retry.
+
+Store: with ``REDIS_URL``, one Lua script per request (INCR and PEXPIRE, atomically; one round
+trip). Without it (the embedded default), one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``
+statement on ``RateLimitCounter``, atomic across web processes (PostgreSQL row locks; SQLite
+serialises writers).
+
+If the store fails, requests are served without a limit (fail open): one warning is logged per
+outage and process, each unlimited request is counted, and ``/readyz`` shows the counts under
+``rate_limiter`` (information: it never fails readiness). A dead Redis costs a request at most
+``REDIS_TIMEOUT_SECONDS`` (no retries), and then no more for ``REDIS_BACKOFF_SECONDS``: the
+circuit stays open and requests skip Redis until it is tried again.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+from urllib.parse import unquote_plus
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.signals import setting_changed
+from django.db import DatabaseError, connection
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from rest_framework import exceptions
+
+from .errors import ApiError, error_response, wants_json_errors
+
+logger = logging.getLogger(__name__)
+
+# A healthy Redis answers in well under a millisecond; a dead one must not hold requests up.
+REDIS_TIMEOUT_SECONDS = 0.1
+# After a failure, requests skip Redis (unlimited) for this long before it is tried again.
+REDIS_BACKOFF_SECONDS = 5.0
+
+LIMIT_HEADER = "X-RateLimit-Limit"
+REMAINING_HEADER = "X-RateLimit-Remaining"
+RESET_HEADER = "X-RateLimit-Reset"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A bucket's state right after counting one request."""
+
+    limit: int
+    count: int  # requests in this window, this one included
+    ends_at: float  # Unix epoch time at which the window ends
+    enforced: bool = True  # False: the store was unreachable, the request is served unlimited
+
+    @property
+    def reset_at(self) -> int:
+        """``X-RateLimit-Reset``: the window's end in whole epoch seconds (rounded up)."""
+        return math.ceil(self.ends_at)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.count)
+
+    @property
+    def exceeded(self) -> bool:
+        return self.enforced and self.count > self.limit
+
+    def retry_after(self, now: float | None = None) -> int:
+        """Whole seconds until the window ends (at least 1)."""
+        return max(1, math.ceil(self.ends_at - (time.time() if now is None else now)))
+
+    def headers(self) -> dict[str, str]:
+        return {
+            LIMIT_HEADER: str(self.limit),
+            REMAINING_HEADER: str(self.remaining),
+            RESET_HEADER: str(self.reset_at),
+        }
+
+
+class StoreUnavailable(Exception):
+    """The counter store could not count this request."""
+
+
+class CounterStore(Protocol):
+    name: str
+
+    def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
+        """Count one request in ``key``'s window; returns (count, window end in epoch time)."""
+
+
+# KEYS[1]: the bucket; ARGV[1]: window in ms. Returns {count, ms until the window ends}.
+_REDIS_SCRIPT = """
+local count = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {count, ttl}
+"""
+
+
+class RedisStore:
+    name = "redis"
+
+    def __init__(self, url: str) -> None:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.client = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+            socket_timeout=REDIS_TIMEOUT_SECONDS,
+            # redis-py retries 3 times with backoff by default: seconds per request on a dead
+            # server. One try; the circuit breaker below decides when to try again.
+            retry=Retry(NoBackoff(), 0),
+            health_check_interval=0,
+        )
+        # EVALSHA, falling back to EVAL once after a Redis restart (NOSCRIPT).
+        self.script = self.client.register_script(_REDIS_SCRIPT)
+        self._lock = threading.Lock()
+        self._open_until = 0.0
+
+    def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
+        import redis
+
+        if time.monotonic() < self._open_until:
+            raise StoreUnavailable("redis: circuit open after a recent failure")
+        try:
+            count, ttl_ms = self.script(keys=[key], args=[window * 1000])
+        except (redis.RedisError, OSError) as exc:
+            with self._lock:
+                self._open_until = time.monotonic() + REDIS_BACKOFF_SECONDS
+            raise StoreUnavailable(f"redis: {type(exc).__name__}: {exc}") from exc
+        return int(count), now + int(ttl_ms) / 1000
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class DatabaseStore:
+    """The embedded default's counters: one atomic upsert per request."""
+
+    name = "database"
+
+    def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
+        from .models import RateLimitCounter
+
+        qn = connection.ops.quote_name
+        table = qn(RateLimitCounter._meta.db_table)
+        k, c, r = qn("key"), qn("count"), qn("reset_at")
+        now_s = math.floor(now)
+        # The existing row's window is reused until it ends; then the row starts a new one.
+        sql = (
+            f"INSERT INTO {table} ({k}, {c}, {r}) VALUES (%s, 1, %s) "
+            f"ON CONFLICT ({k}) DO UPDATE SET "
+            f"{c} = CASE WHEN {table}.{r} <= %s THEN 1 ELSE {table}.{c} + 1 END, "
+            f"{r} = CASE WHEN {table}.{r} <= %s THEN %s ELSE {table}.{r} END "
+            f"RETURNING {c}, {r}"
+        )
+        end = now_s + window
+        try:
+            # One statement, atomic by itself (autocommit: the limiter runs before any view
+            # opens a transaction); one round trip.
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [key, end, now_s, now_s, end])
+                count, reset_at = cursor.fetchone()
+        except DatabaseError as exc:
+            raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
+        return int(count), float(reset_at)
+
+
+class Health:
+    """Process-local counts of the limiter's failures, for ``/readyz``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.failures = 0  # requests served without a limit because the store failed
+        self.last_error: str | None = None
+        self.last_failure_at: float | None = None
+        self.failing = False
+
+    def record_failure(self, error: str) -> bool:
+        """Count one unlimited request; True when this starts an outage (log it once)."""
+        with self._lock:
+            self.failures += 1
+            self.last_error = error[:300]
+            self.last_failure_at = time.time()
+            started, self.failing = not self.failing, True
+        return started
+
+    def record_success(self) -> bool:
+        """True when this ends an outage."""
+        with self._lock:
+            ended, self.failing = self.failing, False
+        return ended
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            last = self.last_failure_at
+            return {
+                "failing": self.failing,
+                "unlimited_requests": self.failures,
+                "last_error": self.last_error,
+                "last_failure_at": (
+                    None
+                    if last is None
+                    else datetime.fromtimestamp(last, tz=UTC).isoformat(timespec="seconds")
+                ),
+            }
+
+
+class RateLimiter:
+    def __init__(self, store: CounterStore) -> None:
+        self.store = store
+        self.health = Health()
+
+    def hit(self, bucket: str, *, now: float | None = None) -> Usage:
+        """Count one request in ``bucket``. Never raises: a failing store means no limit."""
+        now = time.time() if now is None else now
+        limit = settings.RATE_LIMIT_PER_HOUR
+        window = settings.RATE_LIMIT_WINDOW_SECONDS
+        try:
+            count, ends_at = self.store.incr(
+                f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}", window=window, now=now
+            )
+        except StoreUnavailable as exc:
+            if self.health.record_failure(str(exc)):
+                logger.warning(
+                    "rate limiter store unavailable; serving requests without a limit",
+                    extra={"store": self.store.name, "error": str(exc)[:300]},
+                )
+            return Usage(limit=limit, count=0, ends_at=now + window, enforced=False)
+        if self.health.record_success():
+            logger.warning("rate limiter store is back", extra={"store": self.store.name})
+        return Usage(limit=limit, count=count, ends_at=ends_at)
+
+    def status(self) -> dict[str, Any]:
+        return {"ok": True, "store": self.store.name, **self.health.snapshot()}
+
+
+_limiter: RateLimiter | None = None
+_limiter_lock = threading.Lock()
+
+
+def get_limiter() -> RateLimiter:
+    global _limiter
+    if _limiter is None:
+        with _limiter_lock:
+            if _limiter is None:
+                store = RedisStore(settings.REDIS_URL) if settings.REDIS_URL else DatabaseStore()
+                _limiter = RateLimiter(store)
+    return _limiter
+
+
+@receiver(setting_changed)
+def _reset_limiter(*, setting: str, **kwargs: Any) -> None:
+    global _limiter
+    if setting == "REDIS_URL" and _limiter is not None:
+        if isinstance(_limiter.store, RedisStore):
+            _limiter.store.close()
+        _limiter = None
+
+
+# --- Who is asking -------------------------------------------------------------------------------
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The client's address: ``REMOTE_ADDR``, or, behind ``NUM_PROXIES`` proxies that each append
+    to ``X-Forwarded-For``, the address the outermost trusted proxy saw (clients can prepend
+    anything to that header, so entries further left are never trusted)."""
+    proxies = settings.NUM_PROXIES
+    if proxies:
+        forwarded = [
+            part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
+        ]
+        forwarded = [part for part in forwarded if part]
+        if forwarded:
+            return forwarded[-min(proxies, len(forwarded))][:64]
+    return request.META.get("REMOTE_ADDR", "")[:64] or "unknown"
+
+
+def client_id(request: HttpRequest) -> str:
+    """The OAuth client id a token or revocation request names (HTTP Basic or the form body).
+
+    Never authenticates anything, and never fails: a malformed header or body gives "".
+    """
+    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+        # RFC 6749 §2.3.1: the client id is form-encoded before Basic encoding.
+        return unquote_plus(decoded.partition(":")[0])
+    if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+        try:
+            return request.POST.get("client_id", "")
+        except (RequestDataTooBig, SuspiciousOperation):
+            return ""  # the view answers 413/400 when it reads the body
+    return ""
+
+
+def user_bucket(user: Any) -> str:
+    return f"user:{user.pk}"
+
+
+def ip_bucket(request: HttpRequest) -> str:
+    return f"ip:{client_ip(request)}"
+
+
+def client_bucket(request: HttpRequest) -> str:
+    # Hashed: the client id is whatever the caller sent, of any length.
+    digest = hashlib.sha256(client_id(request).encode("utf-8", "replace")).hexdigest()[:24]
+    return f"client:{digest}:{client_ip(request)}"
+
+
+def count_request(request: HttpRequest, bucket: str) -> Usage:
+    """Count ``request`` once (in ``bucket``) and remember the result for the response headers."""
+    usage = get_limiter().hit(bucket)
+    request.rate_limit = usage
+    return usage
+
+
+def exceeded_description(usage: Usage) -> str:
+    return (
+        f"Rate limit of {usage.limit} requests per hour exceeded; "
+        f"retry after {usage.retry_after()} seconds."
+    )
+
+
+class RateLimitExceeded(ApiError):
+    def __init__(self, usage: Usage) -> None:
+        super().__init__(
+            429,
+            "rate_limit_exceeded",
+            exceeded_description(usage),
+            headers={"Retry-After": str(usage.retry_after())},
+        )
+
+
+def too_many_requests(request: HttpRequest, usage: Usage) -> HttpResponse:
+    """The 429 answered by the middleware, before the view runs."""
+    headers = {"Retry-After": str(usage.retry_after())}
+    if not wants_json_errors(request):  # the consent page: a page for people
+        response = render(request, "429.html", {"retry_after": usage.retry_after()}, status=429)
+        response["Retry-After"] = headers["Retry-After"]
+        return response
+    return error_response(429, "rate_limit_exceeded", exceeded_description(usage), headers=headers)
+
+
+# --- Where requests are counted ------------------------------------------------------------------
+
+
+class RateLimitedView:
+    """Mixin for DRF views under ``/api/``: counts the request per owner once DRF has
+    authenticated its bearer token, before permissions, throttles and the handler run.
+
+    A request whose token is invalid (or absent) is counted per IP instead, and its 401 becomes
+    a 429 when that bucket is over the limit.
+    """
+
+    rate_limit_scope = "user"
+
+    def perform_authentication(self, request) -> None:
+        django_request = request._request
+        try:
+            super().perform_authentication(request)
+        except exceptions.APIException:
+            self._count(django_request, ip_bucket(django_request))
+            raise
+        if request.auth is not None and request.user is not None:
+            self._count(django_request, user_bucket(request.user))
+        else:
+            self._count(django_request, ip_bucket(django_request))
+
+    @staticmethod
+    def _count(django_request: HttpRequest, bucket: str) -> None:
+        if getattr(django_request, "rate_limit", None) is not None:
+            return  # already counted (by the middleware)
+        usage = count_request(django_request, bucket)
+        if usage.exceeded:
+            raise RateLimitExceeded(usage)
+
+
+def _has_bearer_token(request: HttpRequest) -> bool:
+    scheme, _, _ = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return scheme.lower() == "bearer"
+
+
+class RateLimitMiddleware:
+    """Counts every ``/api/`` request once and puts ``X-RateLimit-*`` on every ``/api/`` response.
+
+    ``process_view`` counts before the view runs: per (client id, IP) for views that declare
+    ``rate_limit_scope = "client"`` (the token endpoints), per IP for anything that is not a
+    ``RateLimitedView`` with a bearer token (those count per owner once authenticated). A
+    request that no view counted (refused by an earlier middleware, or failed before
+    authentication) is counted per IP on the way out.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path_info.startswith("/api/"):
+            return self.get_response(request)
+        request.rate_limit = None
+        response = self.get_response(request)
+        usage = request.rate_limit
+        if usage is None:
+            usage = count_request(request, ip_bucket(request))
+            if usage.exceeded:
+                response = too_many_requests(request, usage)
+        for name, value in usage.headers().items():
+            response[name] = value
+        return response
+
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+        if getattr(request, "rate_limit", True) is not None:
+            return None  # not under /api/, or already counted
+        scope = getattr(getattr(view_func, "view_class", None), "rate_limit_scope", "ip")
+        if scope == "user" and _has_bearer_token(request):
+            return None  # counted per owner by RateLimitedView once the token is authenticated
+        bucket = client_bucket(request) if scope == "client" else ip_bucket(request)
+        usage = count_request(request, bucket)
+        if usage.exceeded:
+            return too_many_requests(request, usage)
+        return None
+
+
+def rate_limit_counters_purge(*, now: float | None = None) -> int:
+    """Delete database counter rows whose window has ended; returns how many. Idempotent."""
+    from .models import RateLimitCounter
+
+    cutoff = math.floor(time.time() if now is None else now)
+    deleted, _ = RateLimitCounter.objects.filter(reset_at__lte=cutoff).delete()
+    return deleted
+
+
+def readiness_status() -> dict[str, Any]:
+    """For ``/readyz``: the store and this process's failure counts (never fails readiness)."""
+    return get_limiter().status()

@@ -1,0 +1,23 @@
+"""Connector API under /api/<platform>/ (views are added by their modules).
+
+Paths have no trailing slash, exactly as the interface spec writes them: a slash-append
+redirect would break Zapier, which refuses redirects to loopback hosts.
+"""
+
+from django.urls import path
+
+from connector_api.apis.connection import MeApi, StatusApi
+from connector_api.apis.review_requests import SendReviewRequestApi, SendReviewRequestFieldsApi
+
+app_name = "connector_api"
+
+urlpatterns: list = [
+    path("me", MeApi.as_view(), name="me"),
+    path("status", StatusApi.as_view(), name="status"),
+    path("send-review-request", SendReviewRequestApi.as_view(), name="send-review-request"),
+    path(
+        "send-review-request/fields",
+        SendReviewRequestFieldsApi.as_view(),
+        name="send-review-request-fields",
+    ),
+]

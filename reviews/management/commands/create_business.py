@@ -1,0 +1,47 @@
+"""Create a business owner: ``create_business --email E --password P --business-name N``."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from reviews.services import business_create
+
+
+class Command(BaseCommand):
+    help = "Create a business owner (who can then connect Zapier) and print its id."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--email", required=True)
+        parser.add_argument("--password", required=True)
+        parser.add_argument("--business-name", required=True)
+        parser.add_argument("--time-zone", default="UTC", help="IANA zone, e.g. America/Chicago")
+        parser.add_argument("--region", default="US", help="Default phone region, e.g. US or GB")
+        parser.add_argument(
+            "--review-url",
+            action="append",
+            default=[],
+            help="A public review page of the business (repeat for several sites)",
+        )
+
+    def handle(self, *args, **options):
+        try:
+            owner = business_create(
+                email=options["email"],
+                password=options["password"],
+                business_name=options["business_name"],
+                time_zone=options["time_zone"],
+                default_region=options["region"],
+                review_urls=options["review_url"],
+            )
+        except ValidationError as exc:
+            raise CommandError(_one_line(exc)) from None
+        self.stdout.write(str(owner.id))
+
+
+def _one_line(exc: ValidationError) -> str:
+    if hasattr(exc, "message_dict"):
+        return "; ".join(
+            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
+        )
+    return " ".join(exc.messages)

@@ -1,0 +1,162 @@
+"""What a business configures itself (the owner portal): its profile and sending policy, its
+review sites and their order, and the wording of each message.
+
+Every function validates with the models' own ``full_clean()`` and raises ``ValidationError``
+keyed by model field name, so a form can show each error next to its field; nothing is written
+then. Callers pass the owner: no function here touches another owner's rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from accounts.models import User
+
+from ..models import BusinessSettings, MessageTemplate, ReviewSite
+
+# What an owner may change about themselves and about their sending policy.
+PROFILE_FIELDS = ("business_name", "time_zone", "default_region")
+POLICY_FIELDS = (
+    "initial_channel",
+    "default_delay_hours",
+    "follow_up_offsets_hours",
+    "follow_up_other_channel",
+    "cooldown_days",
+    "send_window_start",
+    "send_window_end",
+    "send_window_applies_to",
+    "sender_name",
+    "postal_address",
+)
+
+
+def business_settings_update(*, owner: User, changes: Mapping[str, Any]) -> BusinessSettings:
+    """Change the owner's profile (``PROFILE_FIELDS``) and sending policy (``POLICY_FIELDS``)
+    together, or not at all.
+
+    Both rows are validated with ``full_clean()`` before either is saved; the errors of both are
+    raised at once, keyed by field. New settings apply to requests created from now on: a
+    request keeps the follow-up plan it was created with.
+    """
+    unknown = set(changes) - set(PROFILE_FIELDS) - set(POLICY_FIELDS)
+    if unknown:
+        raise ValueError(f"not owner settings: {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        BusinessSettings.objects.get_or_create(owner=owner)
+        policy = BusinessSettings.objects.select_for_update().get(owner=owner)
+        profile = User.objects.select_for_update().get(pk=owner.pk)
+        for name in PROFILE_FIELDS:
+            if name in changes:
+                setattr(profile, name, changes[name])
+        for name in POLICY_FIELDS:
+            if name in changes:
+                setattr(policy, name, changes[name])
+        errors: dict[str, list[str]] = {}
+        for row, exclude in ((profile, ["password"]), (policy, None)):
+            try:
+                row.full_clean(exclude=exclude)
+            except ValidationError as exc:
+                for field, messages in exc.message_dict.items():
+                    errors.setdefault(field, []).extend(messages)
+        if errors:
+            raise ValidationError(errors)
+        profile.save(update_fields=[name for name in PROFILE_FIELDS if name in changes])
+        policy.save()
+    for name in PROFILE_FIELDS:  # the caller's instance (request.user) sees the change
+        setattr(owner, name, getattr(profile, name))
+    policy.owner = owner
+    return policy
+
+
+# --- Review sites ---------------------------------------------------------------------------------
+
+
+def review_site_remove(*, owner: User, site_id: uuid.UUID) -> bool:
+    """Remove one of the owner's review sites; False if they have no such site. Clicks already
+    recorded keep their URL (the site link becomes empty)."""
+    deleted, _ = ReviewSite.objects.filter(owner=owner, pk=site_id).delete()
+    return bool(deleted)
+
+
+def review_sites_reorder(*, owner: User, site_ids: Sequence[uuid.UUID]) -> list[ReviewSite]:
+    """Put the owner's review sites in the order of ``site_ids``, which must name each of
+    them exactly once (``ValidationError`` otherwise). Returns the sites in their new order."""
+    with transaction.atomic():
+        sites = {
+            site.pk: site for site in ReviewSite.objects.select_for_update().filter(owner=owner)
+        }
+        if len(site_ids) != len(set(site_ids)) or set(site_ids) != set(sites):
+            raise ValidationError("The list of review sites changed; reload the page.")
+        ordered = [sites[pk] for pk in site_ids]
+        for position, site in enumerate(ordered):
+            site.position = position
+        ReviewSite.objects.bulk_update(ordered, ["position"])
+    return ordered
+
+
+def review_site_move(*, owner: User, site_id: uuid.UUID, offset: int) -> bool:
+    """Move one review site ``offset`` places (-1: up, 1: down) in the owner's list; False if
+    the owner has no such site. Moving past either end leaves it there."""
+    with transaction.atomic():
+        order = list(
+            ReviewSite.objects.select_for_update()
+            .filter(owner=owner)
+            .order_by("position", "created_at")
+            .values_list("pk", flat=True)
+        )
+        if site_id not in order:
+            return False
+        index = order.index(site_id)
+        target = min(max(index + offset, 0), len(order) - 1)
+        order.insert(target, order.pop(index))
+        review_sites_reorder(owner=owner, site_ids=order)
+    return True
+
+
+# --- Message wording ------------------------------------------------------------------------------
+
+
+def message_template_draft(
+    *, owner: User, channel: str, step: int, subject: str = "", body: str = ""
+) -> MessageTemplate:
+    """An unsaved template for ``(channel, step)``, cleaned (``ValidationError`` with field
+    names when the text cannot be used): what a preview shows and what ``save`` would store."""
+    template = MessageTemplate(owner=owner, channel=channel, step=step, subject=subject, body=body)
+    # The owner's saved row for this step is the one being edited, not a duplicate of it.
+    template.full_clean(validate_constraints=False)
+    return template
+
+
+def message_template_save(
+    *, owner: User, channel: str, step: int, subject: str = "", body: str = ""
+) -> MessageTemplate:
+    """Store the owner's wording for one step on one channel (replacing what was there).
+
+    Validated by ``MessageTemplate.clean()``: known merge fields only, ``{review_link}``
+    required, an SMS names the business and gets "Reply STOP to opt out" when it offers no way
+    to stop. Messages not yet sent use the new wording.
+    """
+    draft = message_template_draft(
+        owner=owner, channel=channel, step=step, subject=subject, body=body
+    )
+    with transaction.atomic():
+        template, _ = MessageTemplate.objects.select_for_update().get_or_create(
+            owner=owner,
+            channel=channel,
+            step=step,
+            defaults={"subject": draft.subject, "body": draft.body},
+        )
+        template.subject, template.body = draft.subject, draft.body
+        template.save(update_fields=["subject", "body", "updated_at"])
+    return template
+
+
+def message_template_reset(*, owner: User, channel: str, step: int) -> bool:
+    """Go back to the shipped default wording for one step; False if there was no own wording."""
+    deleted, _ = MessageTemplate.objects.filter(owner=owner, channel=channel, step=step).delete()
+    return bool(deleted)

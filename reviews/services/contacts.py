@@ -1,0 +1,351 @@
+"""Businesses, review sites and adding a contact (the start of every review request)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.contrib.auth import password_validation
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from accounts.models import User
+
+from .. import selectors
+from ..models import (
+    BusinessSettings,
+    Channel,
+    Contact,
+    Message,
+    PlannedStep,
+    ReviewRequest,
+    ReviewSite,
+    SendTime,
+    messages_for,
+)
+from ..normalize import ContactInput, clean_contact_input
+from .dispatch import dispatch_kick
+
+
+def business_create(
+    *,
+    email: str,
+    password: str,
+    business_name: str,
+    time_zone: str = "UTC",
+    default_region: str = "US",
+    review_urls: list[str] | tuple[str, ...] = (),
+) -> User:
+    """Create a business owner and its review sites in one transaction.
+
+    Raises ``ValidationError`` (with field names) for bad input; nothing is created then.
+    """
+    with transaction.atomic():
+        if User.objects.filter(email__iexact=User.objects.normalize_email(email)).exists():
+            raise ValidationError({"email": "A business with this e-mail already exists."})
+        try:
+            password_validation.validate_password(
+                password, user=User(email=email, business_name=business_name)
+            )
+        except ValidationError as exc:
+            raise ValidationError({"password": exc.messages}) from None
+        owner = User.objects.create_user(
+            email=email,
+            password=password,
+            business_name=business_name.strip(),
+            time_zone=time_zone,
+            default_region=default_region.upper(),
+        )
+        BusinessSettings.objects.create(owner=owner)
+        for position, url in enumerate(review_urls):
+            review_site_add(owner=owner, url=url, position=position)
+    return owner
+
+
+def review_site_add(*, owner: User, url: str, label: str = "", position: int = 0) -> ReviewSite:
+    kind = ReviewSite.kind_for_url(url)
+    site = ReviewSite(
+        owner=owner,
+        url=url,
+        kind=kind or ReviewSite.Kind.CUSTOM,
+        label=label or _default_label(kind, url),
+        position=position,
+    )
+    site.full_clean()
+    site.save()
+    return site
+
+
+def _default_label(kind: str | None, url: str) -> str:
+    if kind and kind != ReviewSite.Kind.CUSTOM:
+        return ReviewSite.Kind(kind).label
+    host = (urlsplit(url).hostname or url).removeprefix("www.")
+    return host[:80]
+
+
+# --- Adding a contact -----------------------------------------------------------------------------
+
+
+class AddContactOutcome(enum.StrEnum):
+    SCHEDULED = "scheduled"  # a new review request was created
+    ALREADY_ACTIVE = "already_active"  # the contact's active request was returned
+    COOLDOWN = "cooldown"  # a recent request that reached them was returned
+    OPTED_OUT = "opted_out"  # opted out of every channel we have an address for
+
+
+@dataclass(frozen=True)
+class AddContactResult:
+    review_request: ReviewRequest
+    contact: Contact
+    outcome: AddContactOutcome
+    created: bool  # whether ``review_request`` is new (the API answers 201, else 200)
+    contact_created: bool
+    message: str  # plain words: what was scheduled, or why nothing new was
+
+
+def add_contact(
+    *, owner: User, data: Mapping[str, Any], source: str = Contact.Source.API
+) -> AddContactResult:
+    """Add or update a contact and give them at most one scheduled review request.
+
+    The one entry point for the API, the admin and the CSV import. ``data`` holds raw values
+    (``reviews.normalize.CONTACT_FIELDS``; unknown keys are ignored); bad input raises
+    ``ValidationError`` naming each field, and nothing is written.
+
+    In one transaction, with no network I/O: normalise, find the contact by e-mail or phone
+    (the e-mail match wins when they point at two contacts), update it with the non-empty
+    values (metadata merged) or create it, then return the contact's active request, or the
+    latest one that reached them within the cooldown, or create a request with all its message
+    rows (step 0 pending at ``scheduled_for``, follow-ups planned).
+
+    Concurrency: on PostgreSQL the transaction first takes transaction-scoped advisory locks on
+    the normalised e-mail and phone (in a fixed order), so concurrent adds of one person run
+    one after the other and the later ones find the contact and its request; the matched rows
+    are also locked (``SELECT ... FOR UPDATE``) against other writers such as opt-outs. The
+    per-owner unique constraints on e-mail and phone and the one-active-request constraint are
+    the backstop: if one still fires (a writer that bypassed the locks), the whole transaction
+    runs once more and finds the winner's rows. SQLite serialises writers by itself
+    (``BEGIN IMMEDIATE``).
+    """
+    clean = clean_contact_input(data, default_region=owner.default_region)
+    policy = BusinessSettings.for_owner(owner)
+    try:
+        return _add_contact_once(owner=owner, clean=clean, policy=policy, source=source)
+    except IntegrityError:
+        # The other transaction has committed by the time our insert failed: a second run
+        # sees its contact and request, and deduplicates onto them.
+        return _add_contact_once(owner=owner, clean=clean, policy=policy, source=source)
+
+
+def _add_contact_once(
+    *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
+) -> AddContactResult:
+    with transaction.atomic():
+        now = timezone.now().replace(microsecond=0)
+        _lock_dedup_keys(owner=owner, clean=clean)
+        matches = selectors.contacts_matching(
+            owner=owner,
+            email_normalized=clean.email_normalized,
+            phone=clean.phone,
+            for_update=True,
+        )
+        by_email = next(
+            (c for c in matches if clean.email_normalized == c.email_normalized != ""), None
+        )
+        by_phone = next((c for c in matches if clean.phone == c.phone != ""), None)
+        notes: list[str] = []
+        contact = by_email or by_phone
+        contact_created = contact is None
+        if contact is None:
+            contact = Contact(owner=owner, source=source)
+            contact.apply_input(clean)
+            contact.save()
+        else:
+            take_phone = by_phone is None or by_phone.pk == contact.pk
+            matched_by = "e-mail" if contact is by_email else "phone number"
+            changed = contact.apply_input(clean, take_phone=take_phone)
+            if changed:
+                contact.save(update_fields=changed)
+            notes.append(
+                f"Matched the existing contact by {matched_by}"
+                + ("; details updated." if changed else "; nothing to update.")
+            )
+            if not take_phone:
+                notes.append(
+                    f"The phone number {clean.phone} belongs to another contact "
+                    f"({by_phone.display_name}), so it was not added to this one."
+                )
+
+        if not contact_created:
+            blocking = selectors.review_request_blocking(
+                contact=contact, now=now, cooldown=policy.cooldown
+            )
+            if blocking is not None:
+                return _existing(contact, blocking, policy, notes)
+
+        steps = policy.plan_steps(contact)
+        if not steps:
+            return _opted_out(owner, contact, contact_created, now, notes)
+
+        delay = clean.delay_hours if clean.delay_hours is not None else policy.default_delay_hours
+        send = policy.send_time(
+            channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
+        )
+        review_request = ReviewRequest.objects.create(
+            owner=owner, contact=contact, scheduled_for=send.at
+        )
+        Message.objects.bulk_create(messages_for(review_request, steps, due_at=send.at))
+        if send.at <= now:
+            # Latency only: a worker dispatches right after commit instead of at the next
+            # beat sweep, which stays the safety net if this kick is lost.
+            transaction.on_commit(dispatch_kick)
+        return AddContactResult(
+            review_request=review_request,
+            contact=contact,
+            outcome=AddContactOutcome.SCHEDULED,
+            created=True,
+            contact_created=contact_created,
+            message=_scheduled_message(contact, steps, send, notes),
+        )
+
+
+def _lock_dedup_keys(*, owner: User, clean: ContactInput) -> None:
+    """Serialise adds of one person (PostgreSQL): advisory locks held until commit/rollback.
+
+    Taken in sorted order so two transactions wanting the same pair cannot deadlock. A 64-bit
+    hash collision only makes two unrelated adds wait for each other.
+    """
+    if connection.vendor != "postgresql":
+        return
+    names = []
+    if clean.email_normalized:
+        names.append(f"contact:{owner.pk}:email:{clean.email_normalized}")
+    if clean.phone:
+        names.append(f"contact:{owner.pk}:phone:{clean.phone}")
+    keys = sorted(
+        int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        for name in names
+    )
+    with connection.cursor() as cursor:
+        for key in keys:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def _existing(
+    contact: Contact, request: ReviewRequest, policy: BusinessSettings, notes: list[str]
+) -> AddContactResult:
+    name = contact.display_name
+    if request.status == ReviewRequest.Status.SCHEDULED:
+        text = (
+            f"{name} already has a review request scheduled for "
+            f"{_when(request.scheduled_for)}; no new request created."
+        )
+        outcome = AddContactOutcome.ALREADY_ACTIVE
+    elif request.is_active:
+        text = (
+            f"{name} already has a review request in progress (first message sent "
+            f"{_when(request.sent_at or request.scheduled_for)}); no new request created."
+        )
+        outcome = AddContactOutcome.ALREADY_ACTIVE
+    else:
+        until = request.cooldown_ends_at(policy.cooldown)
+        text = (
+            f"{name} was sent a review request on {_day(request.sent_at)} (now "
+            f"{request.get_status_display().lower()}); no new request until {_day(until)} "
+            f"({policy.cooldown_days}-day cooldown)."
+        )
+        outcome = AddContactOutcome.COOLDOWN
+    return AddContactResult(
+        review_request=request,
+        contact=contact,
+        outcome=outcome,
+        created=False,
+        contact_created=False,
+        message=" ".join([text, *notes]),
+    )
+
+
+def _opted_out(
+    owner: User, contact: Contact, contact_created: bool, now: datetime, notes: list[str]
+) -> AddContactResult:
+    """Every channel we have an address for is opted out: nothing will ever be sent.
+
+    The contact's latest request is returned if there is one; otherwise a request is recorded
+    as ``opted_out`` straight away, so the caller gets an id and staff see the attempt.
+    """
+    channels = " and ".join(
+        "SMS" if c == Channel.SMS else "e-mail"
+        for c in (Channel.SMS, Channel.EMAIL)
+        if contact.address_for(c)
+    )
+    text = f"{contact.display_name} has opted out of {channels}; no review request will be sent."
+    latest = None if contact_created else selectors.review_request_latest(contact=contact)
+    created = latest is None
+    if latest is None:
+        latest = ReviewRequest.objects.create(
+            owner=owner,
+            contact=contact,
+            scheduled_for=now,
+            status=ReviewRequest.Status.OPTED_OUT,
+            opted_out_at=now,
+            ended_at=now,
+            ended_reason=ReviewRequest.EndedReason.OPTED_OUT,
+            ended_detail=f"Opted out of {channels} before the request was created.",
+        )
+    return AddContactResult(
+        review_request=latest,
+        contact=contact,
+        outcome=AddContactOutcome.OPTED_OUT,
+        created=created,
+        contact_created=contact_created,
+        message=" ".join([text, *notes]),
+    )
+
+
+def _scheduled_message(
+    contact: Contact, steps: list[PlannedStep], send: SendTime, notes: list[str]
+) -> str:
+    first = steps[0]
+    parts = [
+        f"Review request scheduled for {contact.display_name} by "
+        f"{_channel_name(first.channel)} at {_when(send.at)}."
+    ]
+    if send.shifted and send.window is not None:
+        zones = ", ".join(send.zones[:3]) + (
+            f" and {len(send.zones) - 3} more" if len(send.zones) > 3 else ""
+        )
+        parts.append(
+            f"Moved from {_when(send.requested)}: {_channel_name(first.channel)} messages go "
+            f"out only between {send.window.start:%H:%M} and {send.window.end:%H:%M} in the "
+            f"recipient's time zone ({zones})."
+        )
+    follow_ups = steps[1:]
+    if follow_ups:
+        channels = sorted({_channel_name(s.channel) for s in follow_ups})
+        count = len(follow_ups)
+        parts.append(
+            f"Then up to {count} follow-up{'s' if count != 1 else ''} by "
+            f"{' and '.join(channels)}, stopped as soon as they click or opt out."
+        )
+    for channel in (Channel.SMS, Channel.EMAIL):
+        if contact.address_for(channel) and contact.opted_out_of(channel):
+            parts.append(f"No {_channel_name(channel)}: the contact opted out of it.")
+    return " ".join(parts + notes)
+
+
+def _channel_name(channel: str) -> str:
+    return "SMS" if channel == Channel.SMS else "e-mail"
+
+
+def _when(moment: datetime | None) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else "an unknown time"
+
+
+def _day(moment: datetime | None) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d}" if moment else "an unknown date"

@@ -1,0 +1,388 @@
+"""What providers tell us after the send: status callbacks, tracking events, lookups.
+
+All of them go through ``apply_provider_status``, which only ever moves a message forward
+(``sending``/``unknown`` → ``sent`` → ``delivered``, or → ``failed``): a replayed or late event
+changes nothing, and ``delivered`` never goes back to ``sent``. An event naming a provider id
+other than the one stored (an older attempt) is ignored. A status that proves the provider has
+the message reconciles an ``unknown`` row.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
+from ..channels.email import email_channel
+from ..channels.sms import UNSUBSCRIBED_CODE, sms_channel
+from ..models import Channel, Contact, Message, ReviewRequest
+from .opt_outs import contacts_opt_out
+from .sending import advance, after_sent, lock_request_of
+
+logger = logging.getLogger(__name__)
+
+
+class Outcome:
+    ACCEPTED = "accepted"  # the provider has it (queued, sending, sent)
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+TWILIO_STATUSES = {
+    "accepted": Outcome.ACCEPTED,
+    "queued": Outcome.ACCEPTED,
+    "scheduled": Outcome.ACCEPTED,
+    "sending": Outcome.ACCEPTED,
+    "sent": Outcome.ACCEPTED,
+    "delivered": Outcome.DELIVERED,
+    "read": Outcome.DELIVERED,
+    "undelivered": Outcome.FAILED,
+    "failed": Outcome.FAILED,
+    "canceled": Outcome.FAILED,
+}
+
+
+def apply_provider_status(
+    *,
+    message_id: str,
+    outcome: str,
+    provider_message_id: str = "",
+    error_code: str = "",
+    detail: str = "",
+    suppress: bool = False,
+    at: datetime | None = None,
+) -> str:
+    """Apply one provider report to a message. Returns what changed: ``sent``, ``delivered``,
+    ``failed``, ``unchanged``, ``ignored`` (another attempt's id) or ``not_found``.
+
+    ``suppress``: the address must never be used again (a hard bounce): the contact is opted
+    out of the channel, which also stops the request's other messages on it.
+    """
+    at = at or timezone.now()
+    with transaction.atomic():
+        lock_request_of(message_id)
+        message = (
+            Message.objects.select_for_update(of=("self",))
+            .select_related("review_request__contact")
+            .filter(pk=message_id)
+            .first()
+        )
+        if message is None:
+            return "not_found"
+        if (
+            provider_message_id
+            and message.provider_message_id
+            and provider_message_id != message.provider_message_id
+        ):
+            return "ignored"
+        result = "unchanged"
+        if message.status in (Message.Status.SENDING, Message.Status.UNKNOWN) and outcome in (
+            Outcome.ACCEPTED,
+            Outcome.DELIVERED,
+        ):
+            _mark_sent(message, provider_message_id, at)
+            result = "sent"
+        if outcome == Outcome.DELIVERED and message.status == Message.Status.SENT:
+            message.save(update_fields=message.transition(Message.Status.DELIVERED, at=at))
+            ReviewRequest.objects.filter(
+                pk=message.review_request_id, status=ReviewRequest.Status.SENT
+            ).update(status=ReviewRequest.Status.DELIVERED, delivered_at=at, updated_at=at)
+            result = "delivered"
+        elif outcome == Outcome.FAILED and message.status in (
+            Message.Status.SENDING,
+            Message.Status.UNKNOWN,
+            Message.Status.SENT,
+        ):
+            _mark_failed(message, provider_message_id, error_code, detail, suppress, at)
+            result = "failed"
+    if result != "unchanged":
+        logger.info(
+            "provider status applied",
+            extra={"message_id": str(message_id), "outcome": outcome, "result": result},
+        )
+    return result
+
+
+def _mark_sent(message: Message, provider_message_id: str, at: datetime) -> None:
+    was_unknown = message.status == Message.Status.UNKNOWN
+    fields = message.transition(Message.Status.SENT, at=at)
+    if was_unknown and message.sending_at:
+        message.sent_at = message.sending_at  # it went out when the send was attempted
+    if provider_message_id:
+        message.provider_message_id = provider_message_id
+    if not message.to_address:
+        message.to_address = message.review_request.contact.address_for(message.channel)
+    message.last_error, message.last_error_code = "", ""
+    message.save(
+        update_fields=[
+            *fields,
+            "provider_message_id",
+            "to_address",
+            "last_error",
+            "last_error_code",
+        ]
+    )
+    after_sent(message, at=message.sent_at)
+
+
+def _mark_failed(
+    message: Message,
+    provider_message_id: str,
+    error_code: str,
+    detail: str,
+    suppress: bool,
+    at: datetime,
+) -> None:
+    if provider_message_id and not message.provider_message_id:
+        message.provider_message_id = provider_message_id
+    message.last_error = (detail or "the provider reported the message undelivered")[:2000]
+    message.last_error_code = (error_code or "undelivered")[:64]
+    message.save(
+        update_fields=[
+            *message.transition(Message.Status.FAILED, at=at),
+            "provider_message_id",
+            "last_error",
+            "last_error_code",
+        ]
+    )
+    request = message.review_request
+    if message.channel == Channel.SMS and error_code == str(UNSUBSCRIBED_CODE):
+        # The person replied STOP to our number: an opt-out, which ends the request as such.
+        contacts_opt_out(
+            contacts=[request.contact],
+            channel=Channel.SMS,
+            source=Contact.OptOutSource.SMS_REPLY,
+            raw_text=message.last_error[:500],
+            at=at,
+        )
+    advance(request, cause=ReviewRequest.Status.FAILED, at=at, bad_channel=message.channel)
+    if suppress:
+        # A hard bounce: the request failed (above); the address is never used again.
+        contacts_opt_out(
+            contacts=[request.contact],
+            channel=message.channel,
+            source=Contact.OptOutSource.EMAIL_BOUNCE,
+            raw_text=message.last_error[:500],
+            at=at,
+        )
+
+
+# --- Twilio ---------------------------------------------------------------------------------------
+
+
+def twilio_status_record(*, message_id: str, sid: str, status: str, error_code: str = "") -> str:
+    """A Twilio status callback (``/webhooks/twilio/status/<message id>/``)."""
+    outcome = TWILIO_STATUSES.get((status or "").lower())
+    if outcome is None or not _is_uuid(message_id):
+        return "unchanged"
+    detail = f"Twilio reported the message {status}" + (
+        f" (error {error_code})" if error_code else ""
+    )
+    return apply_provider_status(
+        message_id=message_id,
+        outcome=outcome,
+        provider_message_id=sid,
+        error_code=error_code,
+        detail=detail,
+    )
+
+
+# --- anymail tracking -----------------------------------------------------------------------------
+
+_HARD_REJECT_REASONS = {"bounced", "invalid"}
+
+
+def email_event_record(
+    *,
+    event_type: str,
+    esp_message_id: str = "",
+    our_message_id: str = "",
+    event_id: str = "",
+    reject_reason: str = "",
+    description: str = "",
+) -> str:
+    """An anymail tracking event, normalised. Unknown messages are ignored (200 to the ESP)."""
+    message = _email_message(our_message_id, esp_message_id)
+    if message is None:
+        return "not_found"
+    if event_type in ("complained", "unsubscribed"):
+        source = (
+            Contact.OptOutSource.EMAIL_COMPLAINT
+            if event_type == "complained"
+            else Contact.OptOutSource.EMAIL_UNSUBSCRIBE
+        )
+        newly = contacts_opt_out(
+            contacts=[message.review_request.contact],
+            channel=Channel.EMAIL,
+            source=source,
+            raw_text=description or f"ESP event: {event_type}",
+            external_id=event_id or f"{event_type}:{message.pk}",
+        )
+        return "opted_out" if newly else "unchanged"
+    if event_type in ("queued", "sent"):
+        outcome = Outcome.ACCEPTED
+    elif event_type == "delivered":
+        outcome = Outcome.DELIVERED
+    elif event_type in ("bounced", "rejected", "failed"):
+        outcome = Outcome.FAILED
+    else:
+        return "unchanged"  # opened, clicked, deferred...: not part of the delivery state
+    suppress = event_type == "bounced" or (
+        event_type == "rejected" and reject_reason in _HARD_REJECT_REASONS
+    )
+    return apply_provider_status(
+        message_id=str(message.pk),
+        outcome=outcome,
+        provider_message_id=esp_message_id,
+        error_code=reject_reason or event_type,
+        detail=description or f"the e-mail provider reported: {event_type}",
+        suppress=suppress,
+    )
+
+
+def _email_message(our_message_id: str, esp_message_id: str) -> Message | None:
+    queryset = Message.objects.select_related("review_request__contact").filter(
+        channel=Channel.EMAIL
+    )
+    if _is_uuid(our_message_id):
+        found = queryset.filter(pk=our_message_id).first()
+        if found is not None:
+            return found
+    if esp_message_id:
+        return queryset.filter(provider_message_id=esp_message_id).order_by("-sent_at").first()
+    return None
+
+
+# --- reconciling unknown messages -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReconcileRow:
+    message_id: str
+    channel: str
+    to: str
+    unknown_for: timedelta
+    result: str
+    detail: str = ""
+
+
+def reconcile_unknown(
+    *,
+    now: datetime | None = None,
+    older_than: timedelta | None = None,
+    max_age: timedelta | None = None,
+    limit: int = 200,
+) -> list[ReconcileRow]:
+    """Ask the provider about messages whose outcome is unknown (``reconcile_unknown``, and
+    beat every ``UNKNOWN_RECONCILE_INTERVAL_SECONDS``).
+
+    * The provider has it → ``sent``/``delivered``/``failed`` as it reports, follow-ups planned.
+    * A provider that can be asked (Twilio, the outbox) has no record of it a while after the
+      attempt (``older_than``) → ``failed``: it was never accepted, so it was not sent, and
+      staff may resend it.
+    * A provider that cannot be asked (an ESP: its tracking webhooks reconcile instead) and
+      still nothing after ``max_age`` → ``failed`` with code ``unknown_expired``.
+
+    Never resends anything. Each lookup runs outside any transaction.
+    """
+    now = now or timezone.now()
+    if older_than is None:
+        older_than = timedelta(minutes=settings.UNKNOWN_RECONCILE_AFTER_MINUTES)
+    if max_age is None:
+        max_age = timedelta(hours=settings.UNKNOWN_MAX_AGE_HOURS)
+    rows = []
+    candidates = list(
+        Message.objects.filter(status=Message.Status.UNKNOWN, unknown_at__lte=now - older_than)
+        .select_related("review_request__contact")
+        .order_by("unknown_at")[:limit]
+    )
+    for message in candidates:
+        rows.append(_reconcile_one(message, now=now, max_age=max_age))
+    return rows
+
+
+def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> ReconcileRow:
+    request = message.review_request
+    to = message.to_address or request.contact.address_for(message.channel)
+    age = now - (message.unknown_at or now)
+    row = {"message_id": str(message.pk), "channel": message.channel, "to": to, "unknown_for": age}
+    channel = sms_channel() if message.channel == Channel.SMS else email_channel()
+    can_look_up = message.channel == Channel.SMS or getattr(channel, "can_look_up", False)
+    record: ProviderRecord | None = None
+    if can_look_up:
+        try:
+            if message.provider_message_id and hasattr(channel, "fetch"):
+                record = channel.fetch(message.provider_message_id)
+            else:
+                since = (message.sending_at or message.unknown_at or now) - timedelta(minutes=5)
+                # The request's token is in every message's review link, whatever SITE_URL
+                # was when it was sent.
+                record = channel.find(
+                    message_id=str(message.pk), to=to, marker=f"/r/{request.token}/", since=since
+                )
+        except (DeliveryRejected, DeliveryOutcomeUnknown) as exc:
+            return ReconcileRow(**row, result="lookup_failed", detail=str(exc)[:200])
+    if record is not None:
+        outcome = TWILIO_STATUSES.get(record.status.lower(), Outcome.ACCEPTED)
+        result = apply_provider_status(
+            message_id=str(message.pk),
+            outcome=outcome,
+            provider_message_id=record.provider_message_id,
+            error_code=record.error_code,
+            detail=f"found at the provider: {record.status}",
+        )
+        return ReconcileRow(**row, result=result, detail=record.provider_message_id)
+    if can_look_up:
+        detail = (
+            "The provider has no record of this message: it was never accepted, so it was not "
+            "sent. It may be resent (resend_message)."
+        )
+        result = _give_up(message, "not_at_provider", detail)
+        return ReconcileRow(**row, result=result, detail=detail)
+    if age >= max_age:
+        detail = (
+            f"No delivery report within {max_age}; whether it was sent is not known. Resending "
+            "may duplicate it."
+        )
+        result = _give_up(message, "unknown_expired", detail)
+        return ReconcileRow(**row, result=result, detail=detail)
+    return ReconcileRow(**row, result="still_unknown")
+
+
+def _give_up(message: Message, code: str, detail: str) -> str:
+    now = timezone.now()
+    with transaction.atomic():
+        lock_request_of(str(message.pk))
+        locked = (
+            Message.objects.select_for_update(of=("self",))
+            .select_related("review_request")
+            .filter(pk=message.pk, status=Message.Status.UNKNOWN)
+            .first()
+        )
+        if locked is None:
+            return "unchanged"
+        locked.last_error, locked.last_error_code = detail, code
+        locked.save(
+            update_fields=[
+                *locked.transition(Message.Status.FAILED, at=now),
+                "last_error",
+                "last_error_code",
+            ]
+        )
+        # Not the address's fault: the request moves on to its next step, if any.
+        advance(locked.review_request, cause=ReviewRequest.Status.FAILED, at=now)
+    return "failed"
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True

@@ -1,0 +1,113 @@
+"""Actions staff (and later the business) take on requests and messages."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ..models import Channel, Message, ReviewRequest
+from .dispatch import dispatch_kick
+from .sending import lock_request_of
+
+logger = logging.getLogger(__name__)
+
+
+class ResendRefused(Exception):
+    """A resend that would break a rule; the message says which."""
+
+
+def message_resend(*, message_id: str, force: bool = False) -> Message:
+    """Send a ``failed`` or ``unknown`` message again, through the normal path: the row goes
+    back to ``pending`` (due now), the dispatcher claims it and a send task claims it again.
+
+    An ``unknown`` SMS may already be on the person's phone: it is resent only with
+    ``force``. A failed request is reopened (``sent`` if something reached the contact, else
+    ``scheduled``); follow-ups cancelled when it failed stay cancelled. Raises
+    ``ResendRefused`` when the row or its request cannot be resent.
+    """
+    try:
+        uuid.UUID(str(message_id))
+    except ValueError:
+        raise ResendRefused(f"No message {message_id}.") from None
+    now = timezone.now()
+    with transaction.atomic():
+        lock_request_of(message_id)
+        message = (
+            Message.objects.select_for_update(of=("self",))
+            .select_related("review_request__contact")
+            .filter(pk=message_id)
+            .first()
+        )
+        if message is None:
+            raise ResendRefused(f"No message {message_id}.")
+        if message.status not in (Message.Status.FAILED, Message.Status.UNKNOWN):
+            raise ResendRefused(
+                f"Only failed or unknown messages are resent; this one is {message.status}."
+            )
+        unknown_sms = message.status == Message.Status.UNKNOWN and message.channel == Channel.SMS
+        if unknown_sms and not force:
+            raise ResendRefused(
+                "The outcome of this SMS is unknown: it may already have been delivered. Run "
+                "reconcile_unknown first, or pass --force to send it again anyway."
+            )
+        request = ReviewRequest.objects.select_for_update().get(pk=message.review_request_id)
+        contact = message.review_request.contact
+        if not contact.can_receive(message.channel):
+            raise ResendRefused(
+                f"The contact cannot receive {message.get_channel_display()} (no address or "
+                "opted out)."
+            )
+        if request.status == ReviewRequest.Status.FAILED:
+            try:
+                with transaction.atomic():
+                    request.save(update_fields=request.reopen())
+            except IntegrityError:
+                raise ResendRefused(
+                    "The contact has another active review request; this one stays failed."
+                ) from None
+        elif not request.is_active:
+            raise ResendRefused(
+                f"The review request has ended ({request.status}); it is not resent."
+            )
+        if message.step == 0 and request.status == ReviewRequest.Status.SENDING:
+            request.save(update_fields=request.transition(ReviewRequest.Status.SCHEDULED, at=now))
+        message.due_at = now
+        message.attempts = 0
+        message.last_error = f"resent by staff (was {message.status}: {message.last_error})"[:2000]
+        message.last_error_code = ""
+        message.provider_message_id = ""
+        message.save(
+            update_fields=[
+                *message.transition(Message.Status.PENDING, at=now),
+                "due_at",
+                "attempts",
+                "last_error",
+                "last_error_code",
+                "provider_message_id",
+            ]
+        )
+        transaction.on_commit(dispatch_kick)
+    logger.warning("message resent by staff", extra={"message_id": str(message.pk)})
+    return message
+
+
+def review_request_cancel(*, review_request: ReviewRequest, detail: str = "") -> ReviewRequest:
+    """Stop a request now (staff or the business): unsent messages are cancelled in one UPDATE.
+    A message already with the provider cannot be called back. Idempotent for ended requests."""
+    now = timezone.now()
+    with transaction.atomic():
+        request = ReviewRequest.objects.select_for_update().get(pk=review_request.pk)
+        if request.is_active:
+            request.save(
+                update_fields=request.transition(
+                    ReviewRequest.Status.CANCELLED,
+                    at=now,
+                    reason=ReviewRequest.EndedReason.CANCELLED,
+                    detail=detail,
+                )
+            )
+            request.cancel_open_messages(at=now)
+    return request

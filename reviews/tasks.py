@@ -1,0 +1,44 @@
+"""Celery tasks of the reviews app: three-line adapters over ``reviews.services``.
+
+No task here is ever scheduled for later through the broker (no ``eta``/``countdown``): due
+work lives in ``Message.due_at`` and beat's dispatcher finds it.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import services
+
+
+@shared_task(name="reviews.tasks.dispatch_due_messages", acks_late=True)
+def dispatch_due_messages() -> None:
+    """Beat, every DISPATCH_INTERVAL_SECONDS, and the on-commit kick. Idempotent."""
+    services.dispatch_due()
+
+
+@shared_task(name="reviews.tasks.send_message_task", acks_late=True, reject_on_worker_lost=True)
+def send_message_task(message_id: str) -> None:
+    """Thin adapter; the rules live in services.send_message (idempotent).
+
+    ``acks_late`` + ``reject_on_worker_lost``: a task whose worker dies is delivered again. The
+    second run finds its row no longer ``queued`` (the first run claimed it) and does nothing,
+    so a redelivery never sends twice and cannot loop; the row is recovered by its lease.
+
+    Then it kicks the dispatcher (at most one kick per second gets through): while rows are
+    due, the queue is topped up as fast as workers empty it instead of once per beat interval.
+    """
+    services.send_message(message_id=message_id)
+    services.dispatch_kick()
+
+
+@shared_task(name="reviews.tasks.reconcile_unknown_messages", acks_late=True)
+def reconcile_unknown_messages() -> None:
+    """Beat: ask providers about messages whose outcome is unknown. Never resends."""
+    services.reconcile_unknown()
+
+
+@shared_task(name="reviews.tasks.purge_opt_out_events", acks_late=True)
+def purge_opt_out_events() -> None:
+    """Beat, daily: delete opt-out audit rows past their retention."""
+    services.opt_out_events_purge()

@@ -1,0 +1,187 @@
+"""Idempotency-Key on POST send-review-request: retries replay, never double-create."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from connector_api import tasks
+from connector_api.idempotency import (
+    STALE_AFTER,
+    idempotency_keys_purge,
+    request_fingerprint,
+)
+from connector_api.models import IdempotencyKey
+from reviews.models import ReviewRequest
+from tests.support.oauth import issue_tokens
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/zapier/send-review-request"
+BODY = {"first_name": "Jane", "email": "jane@example.com", "delay_hours": "2"}
+
+
+def post(client, body=BODY, key="order-1001", **extra):
+    if key is not None:
+        extra["HTTP_IDEMPOTENCY_KEY"] = key
+    return client.post(URL, body, format="json", **extra)
+
+
+def test_a_retry_with_the_same_key_and_body_replays_the_first_response(api):
+    first = post(api)
+    again = post(api)
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first
+    assert ReviewRequest.objects.count() == 1
+
+
+def test_replay_is_byte_for_byte_the_stored_response(api):
+    first = post(api)
+    assert post(api).content == first.content
+
+
+def test_key_order_and_whitespace_of_the_body_do_not_matter(api):
+    post(api, {"email": "jane@example.com", "first_name": "Jane"})
+    again = api.post(
+        URL,
+        '{ "first_name" : "Jane",\n "email": "jane@example.com" }',
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY="order-1001",
+    )
+    assert again["Idempotent-Replayed"] == "true"
+
+
+def test_the_same_key_with_another_body_is_422(api):
+    post(api)
+    response = post(api, {**BODY, "first_name": "Janet"})
+    assert response.status_code == 422
+    assert response.json()["error"] == "idempotency_key_reused"
+    assert ReviewRequest.objects.count() == 1
+
+
+def test_a_key_still_in_progress_is_409_with_retry_after(api):
+    IdempotencyKey.objects.create(
+        owner=api.owner,
+        key="order-1001",
+        endpoint="send-review-request",
+        fingerprint=request_fingerprint(endpoint="send-review-request", data=BODY),
+    )
+    response = post(api)
+    assert response.status_code == 409
+    assert response.json()["error"] == "idempotency_in_progress"
+    assert int(response["Retry-After"]) >= 1
+    assert not ReviewRequest.objects.exists()
+
+
+def test_a_stale_claim_whose_request_died_is_taken_over(api):
+    IdempotencyKey.objects.create(
+        owner=api.owner,
+        key="order-1001",
+        endpoint="send-review-request",
+        fingerprint=request_fingerprint(endpoint="send-review-request", data=BODY),
+        locked_at=timezone.now() - STALE_AFTER - timedelta(seconds=1),
+    )
+    response = post(api)
+    assert response.status_code == 201
+    row = IdempotencyKey.objects.get()
+    assert row.state == IdempotencyKey.State.DONE
+    assert json.loads(row.response_body) == response.json()
+
+
+def test_a_validation_failure_is_not_stored_so_a_corrected_retry_works(api):
+    bad = post(api, {"email": "not-an-email"})
+    assert bad.status_code == 400
+    assert not IdempotencyKey.objects.exists()
+    good = post(api, {"email": "jane@example.com"})
+    assert good.status_code == 201
+    assert "Idempotent-Replayed" not in good
+
+
+def test_a_server_error_leaves_no_stored_response(api, monkeypatch):
+    def crash(**kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr("connector_api.apis.review_requests.add_contact", crash)
+    api.raise_request_exception = False
+    assert post(api).status_code == 500
+    assert not IdempotencyKey.objects.exists()
+
+    monkeypatch.undo()
+    retry = post(api)
+    assert retry.status_code == 201
+    assert "Idempotent-Replayed" not in retry
+
+
+def test_a_deduplicated_200_is_replayed_as_200(api):
+    post(api, key="first")
+    dedup = post(api, key="second")
+    assert dedup.status_code == 200
+    replay = post(api, key="second")
+    assert replay.status_code == 200
+    assert replay.json() == dedup.json()
+    assert replay["Idempotent-Replayed"] == "true"
+
+
+def test_keys_belong_to_one_owner(api, api_client, other_owner):
+    post(api)
+    access, _ = issue_tokens(other_owner, scope="write")
+    api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {access}")
+    theirs = post(api_client)
+    assert theirs.status_code == 201
+    assert "Idempotent-Replayed" not in theirs
+    assert ReviewRequest.objects.count() == 2
+
+
+@pytest.mark.parametrize("key", ["x" * 256, "", "has space", "naïve"])
+def test_a_key_that_is_too_long_or_not_visible_ascii_is_400(api, key):
+    response = post(api, key=key)
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_request"
+    assert "Idempotency-Key" in response.json()["fields"]
+    assert not ReviewRequest.objects.exists()
+
+
+def test_a_key_of_255_characters_is_fine(api):
+    assert post(api, key="k" * 255).status_code == 201
+
+
+def test_without_a_key_every_request_runs(api):
+    assert post(api, key=None).status_code == 201
+    assert post(api, key=None).status_code == 200
+    assert not IdempotencyKey.objects.exists()
+
+
+def test_an_expired_key_is_forgotten(api):
+    post(api)
+    IdempotencyKey.objects.update(
+        created_at=timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
+    )
+    response = post(api, {"email": "other@example.com"})
+    assert response.status_code == 201
+    assert "Idempotent-Replayed" not in response
+
+
+def test_purge_deletes_keys_older_than_the_ttl_only(api):
+    post(api, key="old")
+    post(api, key="new", body={"email": "other@example.com"})
+    IdempotencyKey.objects.filter(key="old").update(
+        created_at=timezone.now() - timedelta(hours=72, seconds=1)
+    )
+    assert idempotency_keys_purge() == 1
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]
+
+
+def test_purge_task_runs_hourly_from_beat(api):
+    schedule = settings.CELERY_BEAT_SCHEDULE["purge-idempotency-keys"]
+    assert schedule["task"] == tasks.purge_idempotency_keys.name
+    assert schedule["schedule"] <= 3600
+    post(api)
+    IdempotencyKey.objects.update(created_at=timezone.now() - timedelta(days=4))
+    assert tasks.purge_idempotency_keys() == 1
+    assert not IdempotencyKey.objects.exists()

@@ -1,0 +1,367 @@
+"""POST /api/<platform>/send-review-request through HTTP with real bearer tokens."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from reviews.models import BusinessSettings, Contact, ReviewRequest
+from tests.support.oauth import issue_tokens
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/zapier/send-review-request"
+NOON_IN_NEW_YORK = datetime(2026, 6, 10, 16, 0, tzinfo=UTC)
+BODY_KEYS = {
+    "id",
+    "contact_id",
+    "contact_name",
+    "contact_email",
+    "contact_phone",
+    "scheduled_for",
+    "status",
+    "message",
+}
+
+
+@pytest.fixture
+def now(time_machine):
+    time_machine.move_to(NOON_IN_NEW_YORK, tick=False)
+    return NOON_IN_NEW_YORK
+
+
+def post(client, body, **extra):
+    return client.post(URL, body, format="json", **extra)
+
+
+def assert_invalid(response, *fields: str) -> dict:
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["error"] == "invalid_request"
+    assert set(body["fields"]) == set(fields)
+    for name in fields:
+        assert f"{name}:" in body["error_description"]
+    return body
+
+
+# --- success --------------------------------------------------------------------------------------
+
+
+def test_new_contact_answers_201_with_exactly_the_spec_fields(api, now):
+    response = post(
+        api,
+        {
+            "first_name": "Jane",
+            "last_name": "Smith",
+            "email": "jane@example.com",
+            "mobile_phone_number": "(415) 555-2671",
+            "company_name": "Acme",
+            "delay_hours": 0,
+            "metadata": {"source": "shopify"},
+        },
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert set(body) == BODY_KEYS
+    request = ReviewRequest.objects.get()
+    assert body == {
+        "id": str(request.id),
+        "contact_id": str(request.contact_id),
+        "contact_name": "Jane Smith",
+        "contact_email": "jane@example.com",
+        "contact_phone": "+14155552671",
+        "scheduled_for": "2026-06-10T16:00:00Z",
+        "status": "scheduled",
+        "message": (
+            "Review request scheduled for Jane Smith by SMS at 2026-06-10 16:00 UTC. Then up to "
+            "2 follow-ups by e-mail, stopped as soon as they click or opt out."
+        ),
+    }
+    assert request.owner == api.owner
+    assert request.contact.metadata == {"source": "shopify"}
+    assert request.contact.company_name == "Acme"
+
+
+def test_unknown_contact_fields_are_null_and_the_name_may_be_empty(api, now):
+    body = post(api, {"email": "jane@example.com"}).json()
+    assert body["contact_name"] == ""
+    assert body["contact_phone"] is None
+    body = post(api, {"mobile_phone_number": "+12125550123"}).json()
+    assert body["contact_email"] is None
+
+
+def test_same_contact_again_answers_200_with_the_existing_request(api, now):
+    first = post(api, {"first_name": "Jane", "email": "jane@example.com"}).json()
+    response = post(api, {"email": "JANE@example.com", "last_name": "Smith"})
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == BODY_KEYS
+    assert body["id"] == first["id"]
+    assert body["contact_name"] == "Jane Smith"
+    assert body["status"] == "scheduled"
+    assert "already has a review request scheduled" in body["message"]
+    assert ReviewRequest.objects.count() == 1
+
+
+def test_delay_hours_as_a_string_of_digits_is_accepted(api, now):
+    body = post(api, {"email": "jane@example.com", "delay_hours": "24"}).json()
+    assert body["scheduled_for"] == "2026-06-11T16:00:00Z"
+
+
+def test_unknown_fields_are_ignored(api, now):
+    response = post(api, {"email": "jane@example.com", "favourite_colour": "blue", "id": "x"})
+    assert response.status_code == 201
+
+
+def test_null_values_count_as_not_given(api, now):
+    response = post(
+        api,
+        {
+            "email": "jane@example.com",
+            "mobile_phone_number": None,
+            "first_name": None,
+            "delay_hours": None,
+            "metadata": None,
+        },
+    )
+    assert response.status_code == 201
+
+
+def test_a_json_number_is_accepted_as_a_phone_number(api, now):
+    assert post(api, {"mobile_phone_number": 4155552671}).json()["contact_phone"] == (
+        "+14155552671"
+    )
+
+
+def test_each_owner_sees_only_their_own_contacts(api, other_owner, api_client, now):
+    mine = post(api, {"email": "jane@example.com"}).json()
+    access, _ = issue_tokens(other_owner, scope="write")
+    api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {access}")
+    theirs = post(api_client, {"email": "jane@example.com"})
+    assert theirs.status_code == 201
+    assert theirs.json()["contact_id"] != mine["contact_id"]
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"first_name": "Jane"},
+        {"email": "", "mobile_phone_number": "   "},
+        {"email": None, "mobile_phone_number": None},
+    ],
+)
+def test_missing_both_email_and_phone_is_400_naming_both(api, body):
+    assert_invalid(post(api, body), "email", "mobile_phone_number")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("email", "not-an-email"),
+        ("email", "a" * 245 + "@example.com"),
+        ("email", ["jane@example.com"]),
+        ("mobile_phone_number", "555-1234"),
+        ("mobile_phone_number", "+12001230101"),
+        ("mobile_phone_number", "+1 415 555 2671" + "-" * 18),
+        ("mobile_phone_number", True),
+        ("first_name", "x" * 101),
+        ("first_name", {"a": 1}),
+        ("first_name", "nul\x00"),
+        ("last_name", "x" * 101),
+        ("company_name", "x" * 201),
+        ("delay_hours", 1.5),
+        ("delay_hours", "1.5"),
+        ("delay_hours", -1),
+        ("delay_hours", "-1"),
+        ("delay_hours", True),
+        ("delay_hours", "soon"),
+        ("delay_hours", 8761),
+        ("delay_hours", [1]),
+        ("metadata", [1, 2]),
+        ("metadata", "source=shopify"),
+        ("metadata", {"k": "x" * 16_400}),
+        ("metadata", {"k": "nul\x00"}),
+    ],
+)
+def test_each_invalid_field_is_400_naming_it(api, field, value):
+    body = {"email": "jane@example.com", field: value}
+    if field == "email":
+        body["mobile_phone_number"] = "+14155552671"
+    assert_invalid(post(api, body), field)
+    assert not Contact.objects.exists()
+
+
+def test_every_invalid_field_is_named_at_once(api):
+    body = assert_invalid(
+        post(api, {"email": "nope", "delay_hours": "x", "metadata": []}),
+        "email",
+        "delay_hours",
+        "metadata",
+    )
+    assert body["error_description"].startswith("Invalid request. ")
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type"),
+    [
+        ("{not json", "application/json"),
+        ('{"email": "jane@example.com",}', "application/json"),
+        ("[1, 2]", "application/json"),
+        ('"jane@example.com"', "application/json"),
+        ("null", "application/json"),
+        ('{"email": "jane@example.com", "metadata": {"x": NaN}}', "application/json"),
+        ('{"email": "jane@example.com", "metadata": {"x": 1e400}}', "application/json"),
+        ("[" * 100_000 + "]" * 100_000, "application/json"),
+        (b'{"email": "\xff@example.com"}', "application/json"),
+        ("email=jane@example.com", "application/x-www-form-urlencoded"),
+        ("email: jane@example.com", "text/plain"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_is_400_invalid_request(api, raw, content_type):
+    response = api.post(URL, raw, content_type=content_type)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "invalid_request"
+    assert response.json()["error_description"]
+    assert not Contact.objects.exists()
+
+
+def test_a_body_over_one_megabyte_is_413(api):
+    body = json.dumps({"email": "jane@example.com", "metadata": {"pad": "x" * 1_150_000}})
+    assert len(body) > 1.1e6
+    response = api.post(URL, body, content_type="application/json")
+    assert response.status_code == 413
+    assert response.json()["error"] == "request_too_large"
+    assert not Contact.objects.exists()
+
+
+def test_a_body_just_under_one_megabyte_is_parsed(api):
+    body = json.dumps({"email": "jane@example.com", "metadata": {"pad": "x" * 1_040_000}})
+    response = api.post(URL, body, content_type="application/json")
+    assert_invalid(response, "metadata")  # parsed, then refused by the 16 KB metadata limit
+
+
+# --- auth and routing -----------------------------------------------------------------------------
+
+
+def test_without_a_token_it_is_401(api_client):
+    response = post(api_client, {"email": "jane@example.com"})
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+    assert not Contact.objects.exists()
+
+
+def test_a_read_only_token_is_403_insufficient_scope(api_client, owner):
+    access, _ = issue_tokens(owner, scope="read")
+    api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {access}")
+    response = post(api_client, {"email": "jane@example.com"})
+    assert response.status_code == 403
+    assert response.json()["error"] == "insufficient_scope"
+    assert not Contact.objects.exists()
+
+
+def test_trailing_slash_is_not_redirected(api):
+    response = post(api, {"email": "jane@example.com"}, follow=False)
+    slash = api.post(URL + "/", {"email": "jane@example.com"}, format="json")
+    assert response.status_code == 201
+    assert slash.status_code == 404
+    assert "Location" not in slash
+
+
+def test_unknown_platform_is_404(api):
+    assert api.post("/api/nope/send-review-request", {}, format="json").status_code == 404
+
+
+def test_get_is_405(api):
+    response = api.get(URL)
+    assert response.status_code == 405
+    assert response.json()["error"] == "method_not_allowed"
+
+
+# --- query budget ---------------------------------------------------------------------------------
+
+
+# Counted on PostgreSQL inside the test transaction, where each atomic block adds a SAVEPOINT
+# and a RELEASE (in production those are one BEGIN/COMMIT and are not counted).
+
+
+def test_adding_a_new_contact_stays_within_its_query_budget(
+    api, now, django_assert_max_num_queries
+):
+    BusinessSettings.for_owner(api.owner)
+    # token, last_used_at, settings, savepoint, 2 advisory locks, matching contacts (FOR
+    # UPDATE), contact, request and messages inserts, release
+    with django_assert_max_num_queries(11):
+        response = post(api, {"email": "jane@example.com", "mobile_phone_number": "4155552671"})
+    assert response.status_code == 201
+
+
+def test_a_duplicate_stays_within_its_query_budget(api, now, django_assert_max_num_queries):
+    post(api, {"email": "jane@example.com", "mobile_phone_number": "4155552671"})
+    # token, last_used_at (when the once-a-second gate lets it through), settings, savepoint,
+    # advisory lock, matching contact, update, blocking request, release
+    with django_assert_max_num_queries(9):
+        response = post(api, {"email": "jane@example.com", "first_name": "Jane"})
+    assert response.status_code == 200
+
+
+def test_a_new_contact_with_an_idempotency_key_stays_within_its_query_budget(
+    api, now, django_assert_max_num_queries
+):
+    BusinessSettings.for_owner(api.owner)
+    # the 10 above (one advisory lock), plus claiming the key (select, insert and two
+    # savepoint pairs) and storing the response
+    with django_assert_max_num_queries(17):
+        response = post(api, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response.status_code == 201
+
+
+def test_an_idempotent_replay_stays_within_its_query_budget(
+    api, now, django_assert_max_num_queries
+):
+    post(api, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+    # token, last_used_at (gated), savepoint, stored response, release
+    with django_assert_max_num_queries(5):
+        response = post(api, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response["Idempotent-Replayed"] == "true"
+
+
+def test_quiet_hours_shift_is_explained(api, time_machine):
+    time_machine.move_to(datetime(2026, 6, 10, 6, 30, tzinfo=UTC), tick=False)
+    body = post(api, {"first_name": "Jane", "mobile_phone_number": "+14155552671"}).json()
+    assert body["scheduled_for"] == "2026-06-10T15:00:00Z"
+    assert "Moved from 2026-06-10 06:30 UTC" in body["message"]
+    assert "(America/Los_Angeles)" in body["message"]
+
+
+def test_cooldown_answers_200_with_the_ended_request_and_its_status(api, time_machine):
+    time_machine.move_to(datetime(2026, 6, 1, 16, 0, tzinfo=UTC), tick=False)
+    first = post(api, {"email": "jane@example.com"}).json()
+    request = ReviewRequest.objects.get(pk=first["id"])
+    at = datetime(2026, 6, 2, 16, 0, tzinfo=UTC)
+    for status in ("sending", "sent", "clicked"):
+        request.transition(status, at=at, reason="clicked")
+    request.save()
+    time_machine.move_to(at + timedelta(days=30), tick=False)
+
+    response = post(api, {"email": "jane@example.com"})
+    assert response.status_code == 200
+    assert response.json()["id"] == first["id"]
+    assert response.json()["status"] == "clicked"
+    assert "90-day cooldown" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [("{not json", "application/json"), ("a=b", "text/plain"), ("[1, 2]", "application/json")],
+)
+def test_a_request_without_a_token_is_401_whatever_its_body(api_client, body, content_type):
+    # Authentication runs before the body is parsed: no token, no parsing, no side effect.
+    response = api_client.post(URL, body, content_type=content_type)
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"

@@ -1,0 +1,141 @@
+"""The OpenAPI schema: generated from the code, committed, served, and complete."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.views import APIView
+
+from connector_api.apis.docs import DOCS_CSP
+from connector_api.ratelimit import RateLimitedView
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "docs" / "openapi.yaml"
+
+
+def committed() -> dict:
+    return yaml.safe_load(COMMITTED.read_text())
+
+
+def test_the_committed_schema_is_what_the_code_generates(settings, tmp_path):
+    # The defaults `make schema` uses; --fail-on-warn: any warning (an unresolvable field, a
+    # name clash) fails too.
+    settings.RATE_LIMIT_PER_HOUR = 5000
+    generated = tmp_path / "openapi.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(generated))
+    assert generated.read_text() == COMMITTED.read_text(), (
+        "docs/openapi.yaml is out of date: run `make schema` and commit it"
+    )
+
+
+@pytest.mark.django_db
+def test_the_schema_is_served_as_yaml_and_json(client):
+    as_yaml = client.get("/api/schema/")
+    assert as_yaml.status_code == 200
+    assert yaml.safe_load(as_yaml.content)["paths"] == committed()["paths"]
+    as_json = client.get("/api/schema/?format=json")
+    assert as_json.status_code == 200
+    assert as_json.json()["paths"] == committed()["paths"]
+
+
+@pytest.mark.django_db
+def test_the_docs_page_loads_only_local_assets_under_a_self_only_csp(client):
+    page = client.get("/api/docs/")
+    assert page.status_code == 200
+    assert page["Content-Type"].startswith("text/html")
+    assert page["Content-Security-Policy"] == DOCS_CSP
+    html = page.content.decode()
+    assert "<script>" not in html  # no inline script: the CSP would block it
+    urls = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert urls and all(url.startswith("/") for url in urls), urls
+    for url in urls:
+        if url.startswith("/static/"):
+            assert finders.find(url.removeprefix("/static/")), url
+    script = client.get("/api/docs/?script=")
+    assert script.status_code == 200
+    assert script["Content-Type"].startswith("application/javascript")
+    assert "/api/schema/" in script.content.decode()
+
+
+def _api_views(resolver: URLResolver | None = None, prefix: str = ""):
+    for entry in (resolver or get_resolver()).url_patterns:
+        pattern = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            yield from _api_views(entry, pattern)
+        elif isinstance(entry, URLPattern):
+            yield pattern, getattr(entry.callback, "view_class", None)
+
+
+def test_every_api_endpoint_is_rate_limited_where_its_caller_is_known():
+    views = {(pattern, cls) for pattern, cls in _api_views() if pattern.startswith("api/")}
+    assert views
+    for pattern, cls in views:
+        if cls is not None and issubclass(cls, APIView) and pattern.startswith("api/<platform"):
+            # Bearer-token endpoints: counted per owner, once the token is authenticated.
+            assert issubclass(cls, RateLimitedView), pattern
+        if pattern.endswith(("token", "revoke_token")):
+            assert cls.rate_limit_scope == "client", pattern
+
+
+def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
+    schema = committed()
+    operations = {
+        (path, method): operation
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+    }
+    assert {(p, m): op["operationId"] for (p, m), op in operations.items()} == {
+        ("/api/zapier/me", "get"): "me",
+        ("/api/zapier/status", "get"): "status",
+        ("/api/zapier/send-review-request", "post"): "send_review_request",
+        ("/api/zapier/send-review-request/fields", "get"): "send_review_request_fields",
+        ("/api/oauth/zapier/token", "post"): "token",
+        ("/api/oauth/zapier/revoke", "post"): "revoke",
+        ("/api/oauth/zapier/revoke_token", "post"): "revoke_token",
+    }
+    scopes = {op["operationId"]: op.get("security") for op in operations.values()}
+    assert scopes["me"] == [{"oauth2": ["read"]}]
+    assert scopes["send_review_request_fields"] == [{"oauth2": ["read"]}]
+    assert scopes["send_review_request"] == [{"oauth2": ["write"]}]
+    assert scopes["status"] == scopes["revoke"] == [{"oauth2": []}]
+    flow = schema["components"]["securitySchemes"]["oauth2"]["flows"]["authorizationCode"]
+    assert flow["authorizationUrl"] == "/api/oauth/zapier/authorize"
+    assert flow["tokenUrl"] == "/api/oauth/zapier/token"
+    assert set(flow["scopes"]) == {"read", "write"}
+
+    send = operations[("/api/zapier/send-review-request", "post")]
+    assert set(send["responses"]) >= {"200", "201", "400", "401", "403", "409", "413", "422"}
+    assert any(p["name"] == "Idempotency-Key" for p in send["parameters"])
+    assert "Idempotent-Replayed" in send["responses"]["201"]["headers"]
+    body = schema["components"]["schemas"]["ContactRequest"]["properties"]
+    assert set(body) == {
+        "first_name",
+        "last_name",
+        "email",
+        "mobile_phone_number",
+        "company_name",
+        "delay_hours",
+        "metadata",
+    }
+    for operation in operations.values():
+        assert {"429", "500"} <= set(operation["responses"]), operation["operationId"]
+        for status, response in operation["responses"].items():
+            headers = set(response["headers"])
+            assert {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} <= headers
+            if status == "429":
+                assert "Retry-After" in headers
+            if status.startswith(("4", "5")):
+                ref = response["content"]["application/json"]["schema"]["$ref"]
+                assert ref.rsplit("/", 1)[-1] in {
+                    "Error",
+                    "ValidationError",
+                    "ServerError",
+                    "StatusError",
+                    "OAuthError",
+                }

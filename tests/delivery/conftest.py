@@ -1,0 +1,107 @@
+"""Fixtures of the delivery tests: businesses, requests, and fake providers on loopback."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.test.utils import override_settings
+
+from reviews.models import BusinessSettings, Message, ReviewRequest
+from reviews.services import add_contact, dispatch_due, send_message
+from tests.factories import ReviewSiteFactory, UserFactory
+from tests.support.fake_providers import FakeProviders
+
+_phones = itertools.count(2000)
+
+
+def new_phone() -> str:
+    """A distinct, valid San Francisco number per call."""
+    return f"+1415555{next(_phones):04d}"
+
+
+@pytest.fixture
+def business(db):
+    owner = UserFactory(business_name="Acme Plumbing", time_zone="America/New_York")
+    BusinessSettings.objects.create(
+        owner=owner,
+        send_window_applies_to=BusinessSettings.WindowAppliesTo.NONE,
+        postal_address="1 Main St\nSpringfield, IL 62701",
+    )
+    ReviewSiteFactory(owner=owner, label="Google", url="https://g.page/r/acme/review")
+    ReviewSiteFactory(
+        owner=owner, kind="facebook", label="Facebook", url="https://facebook.com/acme/reviews"
+    )
+    return owner
+
+
+def request_for(owner, **data) -> ReviewRequest:
+    data.setdefault("first_name", "Jane")
+    data.setdefault("delay_hours", 0)
+    return add_contact(owner=owner, data=data).review_request
+
+
+def sms_request(owner, **data) -> ReviewRequest:
+    return request_for(owner, mobile_phone_number=data.pop("phone", None) or new_phone(), **data)
+
+
+def email_request(owner, **data) -> ReviewRequest:
+    data.setdefault("email", f"jane{next(_phones)}@example.com")
+    return request_for(owner, **data)
+
+
+def step(request: ReviewRequest, n: int) -> Message:
+    return request.messages.get(step=n)
+
+
+def dispatch_and_send() -> list[str]:
+    """What beat + a worker do, in-process: claim due rows, run each send task once."""
+    result = dispatch_due()
+    return [send_message(message_id=message_id) for message_id in result.claimed]
+
+
+@pytest.fixture
+def fake():
+    with FakeProviders() as providers:
+        yield providers
+
+
+TWILIO_SID = "AC" + "0" * 32
+TWILIO_TOKEN = "test-auth-token"
+
+
+@pytest.fixture
+def twilio(fake):
+    """Real Twilio client, fake Twilio API."""
+    with override_settings(
+        TWILIO_ACCOUNT_SID=TWILIO_SID,
+        TWILIO_AUTH_TOKEN=TWILIO_TOKEN,
+        TWILIO_FROM_NUMBER="+15005550006",
+        TWILIO_API_BASE_URL=fake.url,
+        DELIVERY_READ_TIMEOUT=0.5,
+        DELIVERY_CONNECT_TIMEOUT=0.5,
+    ):
+        fake.hang_seconds = 1.5
+        yield fake
+
+
+@pytest.fixture
+def postmark(fake):
+    """anymail's real Postmark backend, fake Postmark API."""
+    with override_settings(
+        EMAIL_BACKEND="anymail.backends.postmark.EmailBackend",
+        ANYMAIL={
+            "POSTMARK_SERVER_TOKEN": "test-server-token",
+            "POSTMARK_API_URL": fake.postmark_url,
+            "REQUESTS_TIMEOUT": (0.5, 0.5),
+        },
+    ):
+        fake.hang_seconds = 1.5
+        yield fake
+
+
+@pytest.fixture
+def outbox_email(settings):
+    """The embedded default's e-mail backend (tests otherwise use Django's locmem)."""
+    settings.EMAIL_BACKEND = "reviews.channels.outbox.OutboxEmailBackend"
+    return settings.OUTBOX_DIR

@@ -1,0 +1,61 @@
+"""factory-boy factories, one per model, shared by the suite."""
+
+from __future__ import annotations
+
+import factory
+from django.utils import timezone
+
+from accounts.models import User
+from reviews.models import Contact, ReviewRequest, ReviewSite
+
+DEFAULT_PASSWORD = "correct horse battery staple"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = User
+        skip_postgeneration_save = True
+
+    email = factory.Sequence(lambda n: f"owner{n}@example.com")
+    business_name = factory.Sequence(lambda n: f"Business {n}")
+    time_zone = "America/New_York"
+    default_region = "US"
+    password = factory.PostGenerationMethodCall("set_password", DEFAULT_PASSWORD)
+
+    @factory.post_generation
+    def _save(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class ReviewSiteFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ReviewSite
+
+    owner = factory.SubFactory(UserFactory)
+    kind = ReviewSite.Kind.GOOGLE
+    label = "Google"
+    url = factory.Sequence(lambda n: f"https://g.page/r/business-{n}/review")
+
+
+class ContactFactory(factory.django.DjangoModelFactory):
+    """A contact row as add_contact stores it (normalised e-mail key, E.164 phone)."""
+
+    class Meta:
+        model = Contact
+
+    owner = factory.SubFactory(UserFactory)
+    first_name = "Jane"
+    last_name = factory.Sequence(lambda n: f"Smith{n}")
+    email = factory.Sequence(lambda n: f"jane{n}@example.com")
+    email_normalized = factory.LazyAttribute(lambda c: c.email.lower())
+    phone = ""
+
+
+class ReviewRequestFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ReviewRequest
+
+    contact = factory.SubFactory(ContactFactory)
+    owner = factory.SelfAttribute("contact.owner")
+    scheduled_for = factory.LazyFunction(timezone.now)
