@@ -1,0 +1,336 @@
+"""Reads behind the owner portal. Every function takes the owner and reads only their rows.
+
+* ``review_requests_list``: the dashboard list (filter by status, search by name, e-mail or
+  phone), newest first;
+* ``funnel``: added → sent → delivered → clicked, plus failed and opted out, for a period;
+* ``review_request_timeline``: everything that happened to one request, in order;
+* ``connected_apps``: the OAuth clients the owner authorised that still hold live tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.utils import timezone
+from oauth2_provider.models import get_refresh_token_model
+
+from accounts.models import User
+from oauth_provider.models import Connection
+from reviews.models import (
+    Channel,
+    Click,
+    Contact,
+    Feedback,
+    Message,
+    OptOutEvent,
+    ReviewRequest,
+)
+
+# --- The dashboard list ---------------------------------------------------------------------------
+
+SEARCH_MAX_LENGTH = 100
+# Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
+# stored E.164 number. Fewer digits than this are searched as text only.
+MIN_PHONE_DIGITS = 4
+_PHONE_LIKE = re.compile(r"^[\d\s()+.\-]+$")
+
+
+def review_requests_list(
+    *, owner: User, status: str = "", search: str = ""
+) -> QuerySet[ReviewRequest]:
+    """The owner's review requests, newest first, with their contact and messages loaded.
+
+    ``status`` keeps one status; ``search`` matches every word against the contact's first,
+    last or company name, e-mail, or (typed any way) phone number.
+    """
+    requests = ReviewRequest.objects.filter(owner=owner)
+    if status:
+        requests = requests.filter(status=status)
+    search = search.strip()[:SEARCH_MAX_LENGTH]
+    digits = _phone_digits(search)
+    if digits:
+        # "(415) 555-2671" is one phone number, not three words (an e-mail may hold digits too).
+        requests = requests.filter(
+            Q(contact__phone__contains=digits) | Q(contact__email_normalized__contains=search)
+        )
+    else:
+        for word in search.split()[:10]:
+            requests = requests.filter(_contact_matches(word))
+    return (
+        requests.select_related("contact")
+        .prefetch_related(
+            Prefetch(
+                "messages",
+                queryset=Message.objects.only("id", "review_request_id", "step", "channel"),
+            )
+        )
+        .order_by("-created_at", "-pk")
+    )
+
+
+def _phone_digits(search: str) -> str:
+    """The digits to look for in E.164 numbers when ``search`` is written like a phone number;
+    "" otherwise. A national trunk prefix ("020 7946 0958") or an international one ("00 44")
+    is dropped: stored numbers start with the country code."""
+    digits = re.sub(r"\D", "", search)
+    if not _PHONE_LIKE.match(search) or len(digits) < MIN_PHONE_DIGITS:
+        return ""
+    return digits.lstrip("0")
+
+
+def _contact_matches(word: str) -> Q:
+    return (
+        Q(contact__first_name__icontains=word)
+        | Q(contact__last_name__icontains=word)
+        | Q(contact__company_name__icontains=word)
+        | Q(contact__email_normalized__contains=word.lower())
+    )
+
+
+def channels_of(review_request: ReviewRequest) -> list[str]:
+    """The channels of a request's messages in step order, each once ("SMS", "e-mail")."""
+    seen: dict[str, None] = {}
+    for message in sorted(review_request.messages.all(), key=lambda m: m.step):
+        seen.setdefault(Channel(message.channel).label)
+    return list(seen)
+
+
+# --- The funnel -----------------------------------------------------------------------------------
+
+PERIODS: dict[str, tuple[str, int | None]] = {
+    "7": ("Last 7 days", 7),
+    "30": ("Last 30 days", 30),
+    "90": ("Last 90 days", 90),
+    "all": ("All time", None),
+}
+DEFAULT_PERIOD = "30"
+
+
+@dataclass(frozen=True)
+class FunnelStep:
+    key: str
+    label: str
+    count: int
+    percent: float | None  # of the requests added in the period; None when none were
+    description: str
+
+
+@dataclass(frozen=True)
+class Funnel:
+    """Requests added in a period and how far each got. A request counts in every step it
+    reached, so the numbers describe the same people at each stage."""
+
+    since: datetime | None
+    added: int
+    sent: int
+    delivered: int
+    clicked: int
+    failed: int
+    opted_out: int
+
+    def percent(self, count: int) -> float | None:
+        return round(100 * count / self.added, 1) if self.added else None
+
+    def _step(self, key: str, label: str, count: int, description: str) -> FunnelStep:
+        return FunnelStep(key, label, count, self.percent(count), description)
+
+    @property
+    def steps(self) -> list[FunnelStep]:
+        return [
+            self._step("added", "Added", self.added, "Contacts given a review request"),
+            self._step("sent", "Sent", self.sent, "The first message went out"),
+            self._step(
+                "delivered",
+                "Delivered",
+                self.delivered,
+                "The provider confirmed delivery, or the contact clicked",
+            ),
+            self._step("clicked", "Clicked", self.clicked, "Opened one of your review sites"),
+        ]
+
+    @property
+    def outcomes(self) -> list[FunnelStep]:
+        return [
+            self._step("failed", "Failed", self.failed, "Could not be delivered"),
+            self._step("opted_out", "Opted out", self.opted_out, "Asked not to be contacted"),
+        ]
+
+
+def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Funnel:
+    """The funnel of requests the owner added in the last ``days`` days (all time: None), in
+    one aggregate query. Delivered includes requests clicked without a delivery receipt (many
+    e-mail providers send none; a click proves the message arrived)."""
+    since = (now or timezone.now()) - timedelta(days=days) if days else None
+    requests = ReviewRequest.objects.filter(owner=owner)
+    if since is not None:
+        requests = requests.filter(created_at__gte=since)
+    counts = requests.aggregate(
+        added=Count("pk"),
+        sent=Count("pk", filter=Q(sent_at__isnull=False)),
+        delivered=Count("pk", filter=Q(delivered_at__isnull=False) | Q(clicked_at__isnull=False)),
+        clicked=Count("pk", filter=Q(clicked_at__isnull=False)),
+        failed=Count("pk", filter=Q(status=ReviewRequest.Status.FAILED)),
+        opted_out=Count("pk", filter=Q(status=ReviewRequest.Status.OPTED_OUT)),
+    )
+    return Funnel(since=since, **counts)
+
+
+# --- One request's timeline -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    at: datetime
+    kind: str  # a CSS hook: added, sent, delivered, failed, clicked, feedback, opt-out, ended...
+    title: str
+    detail: str = ""
+
+
+_MESSAGE_EVENTS = (
+    ("sent_at", "sent", "sent"),
+    ("delivered_at", "delivered", "delivered"),
+    ("unknown_at", "unknown", "outcome unknown: we are checking with the provider"),
+    ("failed_at", "failed", "failed"),
+    ("cancelled_at", "cancelled", "cancelled before it was sent"),
+)
+
+
+_EFFECT_ORDER = {"added": 0, "cancelled": 3, "ended": 4}
+
+
+def _message_name(message: Message) -> str:
+    which = "First message" if message.step == 0 else f"Follow-up {message.step}"
+    return f"{which} ({message.get_channel_display()})"
+
+
+def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEvent]:
+    """What happened to one request, oldest first: created, each message's sends, deliveries,
+    failures and cancellations, clicks on review sites (and fetches by link scanners, which
+    did not count), private feedback, opt-outs of the contact, and the end."""
+    request = review_request
+    events = [
+        TimelineEvent(
+            request.created_at,
+            "added",
+            "Review request created",
+            f"First message planned for {_local(request.scheduled_for)}",
+        )
+    ]
+    for message in request.messages.order_by("step"):
+        for stamp, kind, verb in _MESSAGE_EVENTS:
+            at = getattr(message, stamp)
+            if at is None:
+                continue
+            detail = ""
+            if kind == "sent" and message.to_address:
+                detail = f"To {message.to_address}"
+            elif kind == "failed":
+                detail = " ".join(
+                    part for part in (message.last_error_code, message.last_error[:300]) if part
+                )
+            events.append(TimelineEvent(at, kind, f"{_message_name(message)} {verb}", detail))
+    for click in Click.objects.filter(review_request=request).select_related("site"):
+        where = click.site.label if click.site else click.url
+        if click.counted:
+            events.append(TimelineEvent(click.created_at, "clicked", f"Clicked through to {where}"))
+        else:
+            events.append(
+                TimelineEvent(
+                    click.created_at,
+                    "ignored",
+                    f"Link to {where} fetched by a machine (not counted)",
+                    click.ignored_reason.replace("_", " "),
+                )
+            )
+    for note in Feedback.objects.filter(review_request=request):
+        events.append(TimelineEvent(note.created_at, "feedback", "Private feedback", note.text))
+    opt_outs = OptOutEvent.objects.filter(
+        owner_id=request.owner_id, contact_id=request.contact_id, created_at__gte=request.created_at
+    )
+    for event in opt_outs:
+        verb = "Opted out of" if event.action == OptOutEvent.Action.OPT_OUT else "Opted back in to"
+        events.append(
+            TimelineEvent(
+                event.created_at,
+                "opt-out" if event.action == OptOutEvent.Action.OPT_OUT else "opt-in",
+                f"{verb} {event.get_channel_display()}",
+                event.get_source_display(),
+            )
+        )
+    if request.ended_at is not None:
+        events.append(
+            TimelineEvent(
+                request.ended_at,
+                "ended",
+                f"Request ended: {request.get_status_display().lower()}",
+                " ".join(filter(None, (request.get_ended_reason_display(), request.ended_detail))),
+            )
+        )
+    # Events of one instant: the cause (a click, an opt-out) before its effects (the follow-ups
+    # it cancelled, the end of the request).
+    return sorted(events, key=lambda event: (event.at, _EFFECT_ORDER.get(event.kind, 1)))
+
+
+def _local(moment: datetime) -> str:
+    """As the portal's templates write times, in the current (the owner's) time zone."""
+    local = timezone.localtime(moment)
+    return f"{local.day} {local:%b %Y, %H:%M}"
+
+
+# --- Connected apps -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConnectedApp:
+    connection: Connection
+    scopes: list[tuple[str, str]] = field(default_factory=list)  # (scope, plain description)
+
+    @property
+    def name(self) -> str:
+        return self.connection.application.name
+
+
+def connected_apps(*, owner: User) -> list[ConnectedApp]:
+    """The owner's connections that still hold a live (not revoked) refresh token, newest
+    first, each with the scopes of its live access token(s)."""
+    connections = list(
+        Connection.objects.with_active()
+        .filter(user=owner, active=True)
+        .select_related("application")
+        .order_by("-created_at")
+    )
+    live = (
+        get_refresh_token_model()
+        .objects.filter(
+            token_family__in=[c.pk for c in connections],
+            revoked__isnull=True,
+            access_token__isnull=False,
+        )
+        .values_list("token_family", "access_token__scope")
+    )
+    scopes: dict[object, set[str]] = {}
+    for family, scope in live:
+        scopes.setdefault(family, set()).update(scope.split())
+    described = settings.OAUTH2_PROVIDER["SCOPES"]
+    order = list(described)
+    return [
+        ConnectedApp(
+            connection=connection,
+            scopes=[
+                (name, described.get(name, name))
+                for name in sorted(
+                    scopes.get(connection.pk, ()),
+                    key=lambda s: (order.index(s) if s in order else len(order), s),
+                )
+            ],
+        )
+        for connection in connections
+    ]
+
+
+def contact_label(contact: Contact) -> str:
+    return contact.full_name or contact.email or contact.phone

@@ -1,0 +1,44 @@
+"""Template filters of the owner portal."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import phonenumbers
+from django import template
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+register = template.Library()
+
+
+@register.filter
+def after_first(offset: timedelta | int) -> str:
+    """A follow-up's offset in words: "3 days", "36 hours" (an int is hours)."""
+    hours = offset if isinstance(offset, int) else int(offset.total_seconds() // 3600)
+    if hours % 24 == 0:
+        days = hours // 24
+        return f"{days} day{'' if days == 1 else 's'}"
+    return f"{hours} hour{'' if hours == 1 else 's'}"
+
+
+@register.filter
+def phone(value: str) -> str:
+    """An E.164 number as people read it: "+1 415-555-2671", "+44 20 7946 0958"."""
+    if not value:
+        return ""
+    try:
+        parsed = phonenumbers.parse(value, None)
+    except phonenumbers.NumberParseException:
+        return value
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.INTERNATIONAL)
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """ "just now", "5 minutes ago", "3 days, 2 hours ago"."""
+    if moment is None:
+        return ""
+    if timezone.now() - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment)} ago"

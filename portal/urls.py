@@ -1,0 +1,29 @@
+"""The owner portal under /portal/ (the dashboard itself is the front page, ``/``)."""
+
+from django.urls import path
+
+from .views import apps, configure, requests
+
+app_name = "portal"
+
+urlpatterns = [
+    path("requests/<uuid:pk>/", requests.detail, name="request"),
+    path("requests/<uuid:pk>/cancel/", requests.cancel, name="request-cancel"),
+    path("settings/", configure.business, name="settings"),
+    path("settings/sites/", configure.sites, name="sites"),
+    path("settings/sites/<uuid:pk>/move/", configure.site_move, name="site-move"),
+    path("settings/sites/<uuid:pk>/remove/", configure.site_remove, name="site-remove"),
+    path("settings/messages/", configure.message_list, name="messages"),
+    path(
+        "settings/messages/<str:channel>/<int:step>/",
+        configure.message_edit,
+        name="message-edit",
+    ),
+    path(
+        "settings/messages/<str:channel>/<int:step>/reset/",
+        configure.message_reset,
+        name="message-reset",
+    ),
+    path("apps/", apps.index, name="apps"),
+    path("apps/<uuid:pk>/disconnect/", apps.disconnect, name="app-disconnect"),
+]

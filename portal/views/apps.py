@@ -1,0 +1,48 @@
+"""Connected apps: the OAuth clients the owner authorised, and disconnecting one."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from oauth_provider import services as oauth_services
+from oauth_provider.models import Connection
+
+from .. import selectors
+from ..pages import owner_page
+
+
+@owner_page
+@require_http_methods(["GET", "HEAD"])
+def index(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "portal/apps.html",
+        {"section": "apps", "apps": selectors.connected_apps(owner=request.user)},
+    )
+
+
+@owner_page
+@require_http_methods(["GET", "HEAD", "POST"])
+def disconnect(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation; POST revokes every token of this connection at once (the
+    app's next API call gets 401). Another owner's connection is a 404."""
+    connection = get_object_or_404(
+        Connection.objects.select_related("application"), pk=pk, user=request.user
+    )
+    name = connection.application.name
+    if request.method == "POST":
+        if oauth_services.connection_revoke(connection_id=connection.pk):
+            messages.success(request, f"Disconnected {name}: it can no longer use your account.")
+        else:
+            messages.info(request, f"{name} was already disconnected.")
+        return redirect("portal:apps")
+    return render(
+        request,
+        "portal/app_disconnect.html",
+        {"section": "apps", "connection": connection, "name": name},
+    )

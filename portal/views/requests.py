@@ -1,0 +1,98 @@
+"""The dashboard (the front page of a logged-in owner) and one review request's page."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from reviews import services
+from reviews.models import ReviewRequest
+
+from .. import selectors
+from ..forms import RequestFilterForm
+from ..pages import owner_page
+
+PAGE_SIZE = 25
+
+
+@owner_page
+@require_http_methods(["GET", "HEAD"])
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The owner's review requests (newest first, filtered, paginated) and the funnel."""
+    form = RequestFilterForm(request.GET)
+    filters = form.values()
+    requests = selectors.review_requests_list(
+        owner=request.user, status=filters["status"], search=filters["q"]
+    )
+    page = Paginator(requests, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [(item, selectors.channels_of(item)) for item in page.object_list]
+    label, days = selectors.PERIODS[filters["period"]]
+    return render(
+        request,
+        "portal/dashboard.html",
+        {
+            "section": "dashboard",
+            "form": form,
+            "filters": filters,
+            "filtered": bool(filters["q"] or filters["status"]),
+            "page": page,
+            "rows": rows,
+            "funnel": selectors.funnel(owner=request.user, days=days),
+            "period_label": label,
+            "periods": [(key, text) for key, (text, _) in selectors.PERIODS.items()],
+        },
+    )
+
+
+def _owned_request(request: HttpRequest, pk: uuid.UUID) -> ReviewRequest:
+    """The owner's request, or 404: another owner's id is indistinguishable from no id."""
+    return get_object_or_404(
+        ReviewRequest.objects.select_related("contact"), pk=pk, owner=request.user
+    )
+
+
+@owner_page
+@require_http_methods(["GET", "HEAD"])
+def detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    review_request = _owned_request(request, pk)
+    return render(
+        request,
+        "portal/request_detail.html",
+        {
+            "section": "dashboard",
+            "review_request": review_request,
+            "contact": review_request.contact,
+            "messages_sent": review_request.messages.order_by("step"),
+            "timeline": selectors.review_request_timeline(review_request=review_request),
+        },
+    )
+
+
+@owner_page
+@require_http_methods(["GET", "HEAD", "POST"])
+def cancel(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation; POST stops the request (unsent messages are cancelled)."""
+    review_request = _owned_request(request, pk)
+    if request.method == "POST":
+        if review_request.is_active:
+            services.review_request_cancel(
+                review_request=review_request, detail="cancelled by the business in the portal"
+            )
+            messages.success(
+                request,
+                f"Cancelled: {review_request.contact.display_name} will get no more messages "
+                "for this request.",
+            )
+        else:
+            messages.info(request, "This request had already ended; nothing changed.")
+        return redirect("portal:request", pk=review_request.pk)
+    return render(
+        request,
+        "portal/request_cancel.html",
+        {"section": "dashboard", "review_request": review_request},
+    )

@@ -1,0 +1,70 @@
+"""Connected apps: what each authorised client may do and since when; disconnect revokes it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+from oauth_provider.models import Connection
+from oauth_provider.services import connection_revoke
+from tests.support.oauth import issue_tokens, make_application
+
+pytestmark = pytest.mark.django_db
+
+URL = "/portal/apps/"
+
+
+def test_each_live_connection_is_listed_with_scopes_and_times(browser, owner, other_owner):
+    issue_tokens(owner, scope="read", application=make_application(name="Zapier"))
+    used = timezone.now() - timedelta(hours=2)
+    Connection.objects.filter(user=owner).update(last_used_at=used)
+    issue_tokens(other_owner, application=make_application(name="Someone else's app"))
+    response = browser.get(URL)
+    [app] = response.context["apps"]
+    assert app.name == "Zapier"
+    assert app.scopes == [
+        ("read", "See your business profile and the status of your review requests")
+    ]
+    html = response.content.decode()
+    assert "See your business profile" in html
+    assert "Add contacts" not in html  # the token was granted read only
+    assert "2\xa0hours ago" in html  # timesince joins with a no-break space
+    assert "Someone else" not in html
+
+
+def test_revoked_connections_are_not_listed(browser, owner):
+    issue_tokens(owner)
+    connection_revoke(connection_id=Connection.objects.get(user=owner).pk)
+    response = browser.get(URL)
+    assert response.context["apps"] == []
+    assert b"No app is connected to your account." in response.content
+
+
+def test_disconnect_asks_first_then_revokes_every_token_of_the_connection(
+    browser, owner, api_client
+):
+    access, _ = issue_tokens(owner)
+    other_access, _ = issue_tokens(owner, application=make_application(name="Make"))
+    connection = Connection.objects.get(user=owner, application__name="Zapier")
+    url = f"{URL}{connection.pk}/disconnect/"
+    assert b"Disconnect Zapier?" in browser.get(url).content
+    api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {access}")
+    assert api_client.get("/api/zapier/me").status_code == 200  # asking changes nothing
+
+    response = browser.post(url, follow=True)
+    assert response.redirect_chain == [(URL, 302)]
+    assert b"Disconnected Zapier" in response.content
+    assert [app.name for app in response.context["apps"]] == ["Make"]
+    assert api_client.get("/api/zapier/me").status_code == 401
+    assert not get_access_token_model().objects.filter(user=owner, application__name="Zapier")
+    assert not get_refresh_token_model().objects.filter(
+        token_family=connection.pk, revoked__isnull=True
+    )
+    api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {other_access}")
+    assert api_client.get("/api/zapier/me").status_code == 200  # the other app still works
+
+    again = browser.post(url, follow=True)
+    assert b"Zapier was already disconnected." in again.content

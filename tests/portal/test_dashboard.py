@@ -1,0 +1,171 @@
+"""The dashboard: the owner's requests (newest first, paginated, filtered) and the funnel."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from portal.selectors import funnel
+from reviews.models import ReviewRequest
+from tests.support.portal_data import add_request, click, fail, opt_out, send_first
+
+pytestmark = pytest.mark.django_db
+
+
+def names(response) -> list[str]:
+    return [item.contact.display_name for item, _ in response.context["rows"]]
+
+
+def test_requests_are_listed_newest_first_with_channel_status_and_times(browser, owner):
+    now = timezone.now()
+    older = add_request(
+        owner, first_name="Older", email="older@example.com", created_at=now - timedelta(days=2)
+    )
+    newer = add_request(
+        owner,
+        first_name="Newer",
+        mobile_phone_number="+14155550123",
+        email="newer@example.com",
+        created_at=now - timedelta(hours=1),
+    )
+    send_first(older, at=now - timedelta(days=2))
+    response = browser.get("/")
+    assert names(response) == ["Newer", "Older"]
+    html = response.content.decode()
+    assert "SMS, e-mail" in html  # newer: first by SMS, follow-ups by e-mail
+    assert ">Sent</span>" in html and ">Scheduled</span>" in html
+    assert "+1 415-555-0123" in html
+    assert f'href="/portal/requests/{newer.pk}/"' in html
+
+
+def test_times_are_shown_in_the_owners_time_zone(browser, owner):
+    owner.time_zone = "Asia/Tokyo"
+    owner.save()
+    moment = timezone.now().replace(hour=1, minute=30, second=0, microsecond=0)
+    add_request(owner, first_name="Aki", email="aki@example.com", created_at=moment)
+    tokyo = timezone.localtime(moment, timezone=owner.tzinfo)
+    assert f"{tokyo:%H:%M}" in browser.get("/").content.decode()
+    assert f"{tokyo:%H:%M}" != f"{moment:%H:%M}"
+
+
+def test_the_list_is_paginated_25_a_page_and_keeps_the_filters(browser, owner):
+    now = timezone.now()
+    for n in range(30):
+        add_request(
+            owner,
+            first_name=f"Person{n:02d}",
+            email=f"p{n}@example.com",
+            created_at=now - timedelta(minutes=n),
+        )
+    first = browser.get("/", {"status": "scheduled"})
+    assert len(names(first)) == 25
+    assert names(first)[0] == "Person00"
+    assert 'href="?status=scheduled&amp;page=2"' in first.content.decode()
+    second = browser.get("/", {"status": "scheduled", "page": 2})
+    assert names(second) == [f"Person{n}" for n in range(25, 30)]
+    assert browser.get("/", {"page": "999"}).context["page"].number == 2
+    assert browser.get("/", {"page": "nope"}).context["page"].number == 1
+
+
+def test_filter_by_status(browser, owner):
+    sent = add_request(owner, first_name="Sent", email="sent@example.com")
+    add_request(owner, first_name="Waiting", email="waiting@example.com")
+    send_first(sent, at=timezone.now())
+    assert names(browser.get("/", {"status": "sent"})) == ["Sent"]
+    assert names(browser.get("/", {"status": "scheduled"})) == ["Waiting"]
+    assert len(names(browser.get("/", {"status": "not-a-status"}))) == 2  # ignored
+
+
+@pytest.mark.parametrize(
+    ("search", "found"),
+    [
+        ("garcia", ["Maria Garcia"]),
+        ("Maria Garcia", ["Maria Garcia"]),
+        ("MARIA.G@", ["Maria Garcia"]),
+        ("Plumbing Co", ["Lee Chen"]),
+        ("(415) 555-0103", ["Aiko Tanaka"]),
+        ("+1 415 555 0103", ["Aiko Tanaka"]),
+        ("5550103", ["Aiko Tanaka"]),
+        ("020 7946 0958", ["Oliver Smith"]),
+        ("555", []),  # too few digits for a phone number: a word, and no name has it
+        ("nobody", []),
+    ],
+)
+def test_search_by_name_email_company_or_phone_written_any_way(browser, owner, search, found):
+    add_request(owner, first_name="Maria", last_name="Garcia", email="maria.g@example.com")
+    add_request(owner, first_name="Aiko", last_name="Tanaka", mobile_phone_number="+14155550103")
+    add_request(owner, first_name="Oliver", last_name="Smith", mobile_phone_number="+442079460958")
+    add_request(
+        owner,
+        first_name="Lee",
+        last_name="Chen",
+        email="lee@example.com",
+        company_name="Chen Plumbing Co",
+    )
+    assert names(browser.get("/", {"q": search})) == found
+
+
+def test_search_says_when_nothing_matches(browser, owner):
+    add_request(owner, first_name="Maria", email="maria@example.com")
+    html = browser.get("/", {"q": "nobody"}).content.decode()
+    assert "No review request matches." in html
+
+
+def test_funnel_counts_each_stage_reached_with_percentages_of_added(owner, other_owner):
+    now = timezone.now()
+    made = [
+        add_request(
+            owner,
+            first_name=f"P{n}",
+            email=f"p{n}@example.com",
+            mobile_phone_number=f"+1415555020{n}",
+        )
+        for n in range(8)
+    ]
+    for request in made[:6]:
+        send_first(request, at=now, delivered=request in made[:3])
+    click(made[0], at=now)  # delivered, then clicked
+    click(made[3], at=now)  # clicked without a delivery receipt: it arrived
+    opt_out(made[4], at=now)
+    fail(made[6], at=now, code="21211", error="Invalid number")
+    add_request(other_owner, first_name="Other", email="other@example.com")
+    numbers = funnel(owner=owner, days=30)
+    assert (numbers.added, numbers.sent, numbers.delivered, numbers.clicked) == (8, 6, 4, 2)
+    assert (numbers.failed, numbers.opted_out) == (1, 1)
+    assert [step.percent for step in numbers.steps] == [100.0, 75.0, 50.0, 25.0]
+    assert [step.percent for step in numbers.outcomes] == [12.5, 12.5]
+
+
+def test_funnel_covers_the_chosen_period(browser, owner):
+    now = timezone.now()
+    add_request(
+        owner, first_name="Recent", email="r@example.com", created_at=now - timedelta(days=3)
+    )
+    add_request(
+        owner, first_name="Month", email="m@example.com", created_at=now - timedelta(days=20)
+    )
+    add_request(
+        owner, first_name="Old", email="o@example.com", created_at=now - timedelta(days=200)
+    )
+    added = {
+        period: browser.get("/", {"period": period}).context["funnel"].added
+        for period in ("7", "30", "90", "all")
+    }
+    assert added == {"7": 1, "30": 2, "90": 2, "all": 3}
+    default = browser.get("/")
+    assert default.context["funnel"].added == 2  # the last 30 days
+    assert "Last 30 days" in default.content.decode()
+
+
+def test_an_empty_funnel_shows_no_percentages(browser):
+    response = browser.get("/")
+    assert response.context["funnel"].added == 0
+    assert all(step.percent is None for step in response.context["funnel"].steps)
+    assert "No review requests yet." in response.content.decode()
+
+
+def test_status_choices_cover_every_request_status(browser):
+    choices = dict(browser.get("/").context["form"].fields["status"].choices)
+    assert set(ReviewRequest.Status.values) <= set(choices)
