@@ -1,0 +1,477 @@
+"""``make bench``: the write path and the dispatcher, measured side by side with their baselines.
+
+One run, one machine, loopback only, against PostgreSQL and Redis:
+
+* write path (gunicorn with the Procfile's settings, ``DEBUG=False``, wrk as load generator):
+  L1 a bare Django JSON view, L2 the same writes as one SQL statement, L4 the real
+  ``POST /api/zapier/send-review-request`` (OAuth, rate limit, idempotency, dedup, message rows)
+  with fresh contacts and with 30 % duplicates; then L4 at a fixed 80 % of its maximum rate for
+  latency; peak RSS of every gunicorn worker;
+* dispatcher (``bench/dispatcher.py``): N due messages drained by the real beat + workers into
+  a fake provider on loopback.
+
+Everything runs in a fresh database that is dropped afterwards. Prints a table and writes
+``bench/results/<date>.json``. Targets are reported as met or missed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+WRK_DIR = ROOT / "bench" / "wrk"
+RESULTS_DIR = ROOT / "bench" / "results"
+PYTHON = sys.executable
+DUP_POOL = 200
+
+TARGETS = {
+    "l4_over_l2_fresh": 0.5,
+    "p99_ms_at_80_percent": 25.0,
+}
+
+
+@dataclass
+class LoadResult:
+    name: str
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    non_2xx: int
+    socket_errors: int
+    runs: list[float] = field(default_factory=list)
+
+
+# --- Environment ---------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url: str):
+    """A new PostgreSQL database for this run, dropped at the end."""
+    name = f"bench_{datetime.now(UTC):%Y%m%d%H%M%S}_{os.getpid()}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(admin_url, name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def service_env(database_url: str, redis_url: str, var_dir: Path, port: int, args) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        SECRET_KEY=secrets.token_urlsafe(50),
+        DEBUG="False",
+        VAR_DIR=str(var_dir),
+        OUTBOX_DIR=str(var_dir / "outbox"),
+        STATICFILES_STORAGE="django.contrib.staticfiles.storage.StaticFilesStorage",
+        HOST="127.0.0.1",
+        PORT=str(port),
+        SITE_URL=f"http://127.0.0.1:{port}",
+        WEB_CONCURRENCY=str(args.web_workers),
+        # The limiter runs on every request, but a single bench user must not hit 429.
+        RATE_LIMIT_PER_HOUR=str(10**9),
+        LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def run_manage(env: dict, *args: str) -> str:
+    result = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+@contextlib.contextmanager
+def process(cmd: list[str], env: dict, log_path: Path):
+    """A child in its own process group, stopped (SIGTERM, then SIGKILL) on exit."""
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            yield proc
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+def wait_http(url: str, timeout: float = 60) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"{url} did not answer within {timeout}s")
+
+
+# --- Seeding (in this process, on the bench database) --------------------------------------------
+
+
+def seed(env: dict) -> dict:
+    """Owner, OAuth client and token, and the pool of existing contacts for duplicate runs."""
+    os.environ.update(
+        {k: env[k] for k in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "VAR_DIR", "DEBUG")}
+    )
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    import django
+
+    django.setup()
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.models import (
+        get_access_token_model,
+        get_application_model,
+        get_refresh_token_model,
+        set_token_value,
+    )
+
+    from accounts.models import User
+    from oauth_provider.models import Connection
+    from reviews.services import add_contact
+
+    owner = User.objects.create_user(
+        email="owner@bench.example", password=secrets.token_urlsafe(20), business_name="Bench Co"
+    )
+    Application = get_application_model()
+    application = Application.objects.create(
+        name="Bench",
+        client_type=Application.CLIENT_CONFIDENTIAL,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="https://bench.example/callback",
+        client_secret=secrets.token_urlsafe(32),
+    )
+    connection = Connection.objects.create(user=owner, application=application)
+    raw = secrets.token_urlsafe(30)
+    access = get_access_token_model()(
+        user=owner,
+        application=application,
+        scope="read write",
+        expires=timezone.now() + timedelta(hours=6),
+    )
+    set_token_value(access, raw)
+    access.save()
+    refresh = get_refresh_token_model()(
+        user=owner, application=application, access_token=access, token_family=connection.pk
+    )
+    set_token_value(refresh, secrets.token_urlsafe(30))
+    refresh.save()
+    for n in range(DUP_POOL):
+        add_contact(owner=owner, data={"email": f"dup-{n}@bench.example", "delay_hours": 2})
+    from django.db import connections
+
+    connections.close_all()
+    return {"owner_id": str(owner.pk), "token": raw}
+
+
+# --- Load generation -----------------------------------------------------------------------------
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+
+
+def _ms(value: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", value.strip()).groups()
+    return float(number) * _UNITS[unit]
+
+
+def parse_wrk(output: str, name: str) -> LoadResult:
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    p50 = _ms(re.search(r"^\s+50%\s+(\S+)", output, re.M).group(1))
+    p99 = _ms(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1))
+    total = int(re.search(r"(\d+) requests in", output).group(1))
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
+    )
+    return LoadResult(
+        name=name,
+        requests_per_s=rps,
+        p50_ms=p50,
+        p99_ms=p99,
+        requests=total,
+        non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
+        socket_errors=sum(int(g) for g in errors.groups()) if errors else 0,
+    )
+
+
+def wrk(url: str, script: str, seconds: float, args, name: str, **env: str) -> LoadResult:
+    run_env = {**os.environ, "BENCH_RUN": secrets.token_hex(4), **env}
+    cmd = [
+        "wrk",
+        f"-t{args.wrk_threads}",
+        f"-c{args.connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--latency",
+        "-s",
+        str(WRK_DIR / script),
+        url,
+    ]
+    result = subprocess.run(cmd, env=run_env, capture_output=True, text=True, check=True)
+    return parse_wrk(result.stdout, name)
+
+
+def measure(url: str, script: str, args, name: str, **env: str) -> LoadResult:
+    """Warm up, then ``args.repeat`` runs; the median run (by req/s) is the result."""
+    wrk(url, script, args.warmup, args, name, **env)
+    runs = sorted(
+        (wrk(url, script, args.duration, args, name, **env) for _ in range(args.repeat)),
+        key=lambda r: r.requests_per_s,
+    )
+    median = runs[len(runs) // 2]
+    median.runs = [round(r.requests_per_s, 1) for r in runs]
+    median.non_2xx = sum(r.non_2xx for r in runs)
+    median.socket_errors = sum(r.socket_errors for r in runs)
+    return median
+
+
+def at_fixed_rate(url: str, script: str, rate: float, args, name: str, **env: str) -> LoadResult:
+    """wrk paced by a per-connection delay, calibrated until it offers ``rate`` requests/s.
+
+    wrk waits ``delay`` ms before each request on each connection, so one connection offers
+    1000 / (delay + latency) requests/s; two short calibration runs correct for the latency.
+    """
+    delay = 1000.0 * args.connections / rate
+    for _ in range(3):
+        probe = wrk(url, script, 4, args, name, BENCH_DELAY_MS=str(int(delay)), **env)
+        if abs(probe.requests_per_s - rate) / rate < 0.03:
+            break
+        delay = max(0.0, delay * probe.requests_per_s / rate)
+    result = wrk(url, script, args.duration, args, name, BENCH_DELAY_MS=str(int(delay)), **env)
+    result.runs = [round(result.requests_per_s, 1)]
+    return result
+
+
+# --- Memory --------------------------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(entry.name))
+    return out
+
+
+def peak_rss_mb(pid: int) -> float:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+# --- Reporting -----------------------------------------------------------------------------------
+
+
+def versions() -> dict:
+    import django
+    import rest_framework
+
+    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout
+    return {
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "djangorestframework": rest_framework.VERSION,
+        "wrk": (wrk_version.split()[1] if wrk_version else "?"),
+        "cpus": os.cpu_count(),
+        "machine": platform.platform(),
+    }
+
+
+def print_write_table(report: dict) -> None:
+    rows = report["write_path"]["levels"]
+    print("\nWrite path (req/s is the median of the runs; latency of that run)")
+    print(f"{'level':<34}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'non-2xx':>9}  runs")
+    for row in rows:
+        print(
+            f"{row['name']:<34}{row['requests_per_s']:>9.0f}{row['p50_ms']:>9.2f}"
+            f"{row['p99_ms']:>9.2f}{row['non_2xx']:>9}  {row['runs']}"
+        )
+    for key, value in report["write_path"]["ratios"].items():
+        print(f"  {key} = {value:.2f}")
+    print(f"  peak RSS per gunicorn worker (MB): {report['write_path']['peak_rss_mb']}")
+
+
+def print_targets(report: dict) -> None:
+    print("\nTargets")
+    for target in report["targets"]:
+        mark = "met" if target["met"] else "MISSED"
+        print(f"  {target['name']}: {target['value']} (target {target['target']}) {mark}")
+
+
+# --- Main ----------------------------------------------------------------------------------------
+
+
+def write_path(env: dict, base: str, token: str, owner_id: str, args) -> dict:
+    api = f"{base}/api/zapier/send-review-request"
+    auth = f"Authorization: Bearer {token}"
+    l1 = measure(f"{base}/bench/l1", "get.lua", args, "L1 bare Django JSON view")
+    l2 = measure(
+        f"{base}/bench/l2",
+        "write.lua",
+        args,
+        "L2 same writes, one SQL statement",
+        BENCH_HEADERS=f"X-Bench-Owner: {owner_id}",
+    )
+    l4 = measure(api, "write.lua", args, "L4 send-review-request, fresh", BENCH_HEADERS=auth)
+    l4_dup = measure(
+        api,
+        "write.lua",
+        args,
+        "L4 send-review-request, 30% dups",
+        BENCH_HEADERS=auth,
+        BENCH_DUP_RATIO="0.3",
+        BENCH_DUP_POOL=str(DUP_POOL),
+    )
+    paced = at_fixed_rate(
+        api,
+        "write.lua",
+        0.8 * l4.requests_per_s,
+        args,
+        "L4 fresh at 80% of its max",
+        BENCH_HEADERS=auth,
+    )
+    levels = [l1, l2, l4, l4_dup, paced]
+    return {
+        "levels": [asdict(level) for level in levels],
+        "ratios": {
+            "L4/L2 (fresh)": l4.requests_per_s / l2.requests_per_s,
+            "L4/L2 (30% dups)": l4_dup.requests_per_s / l2.requests_per_s,
+            "L2/L1": l2.requests_per_s / l1.requests_per_s,
+        },
+        "paced": {"target_rate": round(0.8 * l4.requests_per_s, 1)},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=10, help="seconds per measured run")
+    parser.add_argument("--warmup", type=float, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="measured runs per level")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--web-workers", type=int, default=4)
+    parser.add_argument("--only", choices=["write", "dispatcher"], default=None)
+    parser.add_argument("--messages", type=int, default=20_000, help="dispatcher: due messages")
+    parser.add_argument(
+        "--worker-concurrency", type=int, default=None, help="dispatcher: worker threads"
+    )
+    parser.add_argument(
+        "--admin-database-url",
+        default=os.environ.get(
+            "BENCH_ADMIN_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    )
+    args = parser.parse_args(argv)
+
+    started = datetime.now(UTC)
+    report: dict = {
+        "started_at": started.isoformat(timespec="seconds"),
+        "settings": {k: v for k, v in vars(args).items() if k != "admin_database_url"},
+        "versions": versions(),
+        "targets": [],
+    }
+    with (
+        fresh_database(args.admin_database_url) as database_url,
+        tempfile.TemporaryDirectory(prefix="bench-") as tmp,
+    ):
+        var_dir = Path(tmp)
+        port = free_port()
+        env = service_env(database_url, args.redis_url, var_dir, port, args)
+        run_manage(env, "migrate", "--noinput")
+        seeded = seed(env)
+        base = f"http://127.0.0.1:{port}"
+        if args.only in (None, "write"):
+            web_cmd = [PYTHON, "-m", "gunicorn", "config.wsgi", "--config", "config/gunicorn.py"]
+            with process(web_cmd, env, var_dir / "web.log") as web:
+                wait_http(f"{base}/healthz")
+                report["write_path"] = write_path(
+                    env, base, seeded["token"], seeded["owner_id"], args
+                )
+                report["write_path"]["peak_rss_mb"] = [peak_rss_mb(p) for p in children(web.pid)]
+            ratio = report["write_path"]["ratios"]["L4/L2 (fresh)"]
+            paced = report["write_path"]["levels"][-1]
+            report["targets"] += [
+                {
+                    "name": "L4/L2 (fresh contacts)",
+                    "value": round(ratio, 2),
+                    "target": f">= {TARGETS['l4_over_l2_fresh']}",
+                    "met": ratio >= TARGETS["l4_over_l2_fresh"],
+                },
+                {
+                    "name": "p99 ms at 80% of L4's max",
+                    "value": paced["p99_ms"],
+                    "target": f"<= {TARGETS['p99_ms_at_80_percent']}",
+                    "met": paced["p99_ms"] <= TARGETS["p99_ms_at_80_percent"],
+                },
+            ]
+            print_write_table(report)
+        if args.only in (None, "dispatcher"):
+            from bench.dispatcher import run_dispatcher_bench
+
+            report["dispatcher"] = run_dispatcher_bench(env, var_dir, args, report["targets"])
+    report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    print_targets(report)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    out = RESULTS_DIR / f"{started:%Y-%m-%d}.json"
+    out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(f"\nWrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
