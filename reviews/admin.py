@@ -266,20 +266,20 @@ class MessageTemplateAdmin(admin.ModelAdmin):
 
     @admin.display(description="SMS segments (sample values)")
     def segments(self, obj):
-        count = obj.sample_segments() if obj and obj.pk else None
+        count = obj.sample_segments() if obj is not None and not obj._state.adding else None
         return str(count) if count else "-"
 
     @admin.display(description="preview")
     def preview(self, obj):
+        # A new row already has its UUID: "saved" is what the database says, not the pk.
+        saved = obj if obj is not None and not obj._state.adding else None
         preview = None
-        if obj and obj.pk:
+        if saved is not None:
             preview = preview_message(
-                owner=obj.owner, channel=obj.channel, step=obj.step, template=obj
+                owner=saved.owner, channel=saved.channel, step=saved.step, template=saved
             )
         return _preview_box(
-            preview,
-            errors={"body": ["Type the wording to see it here."]},
-            template=obj if obj and obj.pk else None,
+            preview, errors={"body": ["Type the wording to see it here."]}, template=saved
         )
 
     def get_urls(self):

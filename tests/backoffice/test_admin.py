@@ -221,6 +221,8 @@ def test_business_settings_are_saved_through_the_service_with_the_profile(staff,
 
 
 def test_template_saved_through_the_service_gets_the_stop_line(staff, business):
+    add_page = staff.get("/admin/reviews/messagetemplate/add/").content.decode()
+    assert 'id="preview-body"' in add_page and "Type the wording to see it here." in add_page
     page = staff.post(
         "/admin/reviews/messagetemplate/add/",
         {
