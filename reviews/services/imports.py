@@ -12,9 +12,15 @@ a failing row rolls back alone. Nothing is enqueued per row: ``add_contact`` onl
 dispatcher kick after commit when a message is due now, and that kick is published at most once
 a second (``dispatch_kick``); the beat dispatcher picks up everything that is due anyway.
 
-A dry run does the same work inside one transaction that is rolled back at the end, so its
-report is exactly what the import would do (including rows that repeat an earlier row of the
-same file), and nothing is written or sent.
+A dry run does the same work, batch by batch, in transactions that are rolled back, so nothing
+is written or sent and its report is what the import would do. One difference: as a batch's
+work is undone, a row that repeats a person from an earlier batch is recognised by its
+normalised e-mail or phone and reported as a repeat, not passed to ``add_contact`` again.
+
+Why batches, not one transaction: ``add_contact`` takes two transaction-scoped advisory locks
+per row on PostgreSQL (e-mail and phone), held until commit; 10,000 rows in one transaction
+would exhaust the server's lock table (``max_locks_per_transaction``), and a short batch also
+keeps concurrent API adds of the same people waiting for at most one batch.
 """
 
 from __future__ import annotations
@@ -35,10 +41,10 @@ from django.db import transaction
 from accounts.models import User
 
 from ..models import Contact
-from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE
+from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, clean_contact_input
 from .contacts import AddContactOutcome, add_contact
 
-BATCH_SIZE = 500
+BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
 MAX_FILE_BYTES = 20 * 1024 * 1024
 # What people call each field in the files they export (compared without case, spaces,
 # hyphens or underscores: "E-mail", "e_mail" and "EMAIL" are one header).
@@ -120,6 +126,9 @@ class ImportReport:
     rows: int = 0  # data rows read (blank lines not counted)
     blank: int = 0
     outcomes: Counter = field(default_factory=Counter)  # AddContactOutcome -> count
+    # Dry run: the dedup keys of earlier batches (their rows were rolled back) -> row number.
+    seen: dict[str, int] = field(default_factory=dict, repr=False)
+    batch_seen: dict[str, int] = field(default_factory=dict, repr=False)
     contacts_created: int = 0
     errors: list[RowIssue] = field(default_factory=list)  # rows not imported
     notes: list[RowIssue] = field(default_factory=list)  # imported, but no new request
@@ -231,12 +240,7 @@ def contacts_import(
     started = time.perf_counter()
     headers, rows = read_csv(raw)
     report = ImportReport(owner=owner, dry_run=dry_run, columns=map_columns(headers))
-    if dry_run:
-        with transaction.atomic():
-            _import_rows(report, rows, progress=progress)
-            transaction.set_rollback(True)  # a dry run writes nothing, sends nothing
-    else:
-        _import_rows(report, rows, progress=progress)
+    _import_rows(report, rows, progress=progress)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -266,6 +270,11 @@ def _import_batch(report: ImportReport, batch: list[tuple[int, dict[str, str]]])
     with transaction.atomic():
         for number, row in batch:
             _import_row(report, number, row)
+        if report.dry_run:
+            transaction.set_rollback(True)  # a dry run writes nothing, sends nothing
+    for key, number in report.batch_seen.items():
+        report.seen.setdefault(key, number)
+    report.batch_seen = {}
 
 
 def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -> None:
@@ -282,6 +291,8 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
         return
     try:
         data = row_data(row, report.columns)
+        if report.dry_run and _repeats_earlier_batch(report, number, data):
+            return
         result = add_contact(owner=report.owner, data=data, source=Contact.Source.IMPORT)
     except ValidationError as exc:
         report.errors.append(RowIssue(number, describe_error(exc)))
@@ -290,3 +301,25 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
     report.contacts_created += result.contact_created
     if result.outcome != AddContactOutcome.SCHEDULED:
         report.notes.append(RowIssue(number, result.message))
+
+
+def _repeats_earlier_batch(report: ImportReport, number: int, data: dict[str, Any]) -> bool:
+    """Dry run: whether this row's person was in an earlier (rolled-back) batch; if so it is
+    reported as the import would answer it (the contact updated, no second request)."""
+    clean = clean_contact_input(data, default_region=report.owner.default_region)
+    keys = [f"e:{clean.email_normalized}" if clean.email_normalized else "", f"p:{clean.phone}"]
+    keys = [key for key in keys if key and key != "p:"]
+    earlier = next((report.seen[key] for key in keys if key in report.seen), None)
+    for key in keys:
+        report.batch_seen.setdefault(key, number)
+    if earlier is None:
+        return False
+    report.outcomes[AddContactOutcome.ALREADY_ACTIVE] += 1
+    report.notes.append(
+        RowIssue(
+            number,
+            f"Repeats row {earlier} of this file: the contact would be updated, with no new "
+            "review request.",
+        )
+    )
+    return True

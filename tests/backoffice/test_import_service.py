@@ -189,3 +189,22 @@ def test_command_refuses_unknown_owner_and_bad_files(owner, tmp_path):
         call_command("import_contacts", str(path), "--owner", owner.email)
     with pytest.raises(CommandError, match="Cannot read"):
         call_command("import_contacts", str(tmp_path / "missing.csv"), "--owner", owner.email)
+
+
+def test_dry_run_across_batches_matches_the_import(owner, monkeypatch):
+    monkeypatch.setattr("reviews.services.imports.BATCH_SIZE", 2)
+    raw = csv_bytes(
+        "email,mobile",
+        "a@example.com,",
+        "b@example.com,",
+        "c@example.com,",
+        "A@example.com,",
+        ",+14155552671",
+        "x@example.com,415 555 2671",
+    )
+    dry = contacts_import(owner=owner, raw=raw, dry_run=True)
+    assert not Contact.objects.exists()
+    assert [n.row for n in dry.notes] == [5, 7]
+    assert "Repeats row 2" in dry.notes[0].reason
+    real = contacts_import(owner=owner, raw=raw)
+    assert (dry.scheduled, len(dry.notes)) == (real.scheduled, len(real.notes)) == (4, 2)
