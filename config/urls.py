@@ -17,6 +17,8 @@ register_converter(PlatformConverter, "platform")
 
 admin.site.site_header = "Review requests: staff"
 admin.site.site_title = "Review requests"
+# The index links to the staff dashboard and the CSV import (reviews/admin.py).
+admin.site.index_template = "admin/backoffice_index.html"
 
 urlpatterns = [
     path("api/oauth/<platform:platform>/", include("oauth_provider.urls")),

@@ -10,7 +10,8 @@ happens inside a transaction. One module per concern, all public names re-export
 * ``provider_events``: status callbacks, tracking events, ``reconcile_unknown``;
 * ``opt_outs``: opt-out and opt-in, the audit, SMS replies, e-mail unsubscribes;
 * ``engagement``: clicks on review-site links and private feedback;
-* ``staff``: ``message_resend``, ``review_request_cancel``;
+* ``staff``: ``message_resend``, ``review_request_cancel``, ``review_request_send_now``;
+* ``imports``: ``contacts_import`` (CSV files through ``add_contact``);
 * ``business``: what an owner configures in the portal: profile and policy, review sites and
   their order, message wording.
 """
@@ -33,6 +34,7 @@ from .contacts import (
 )
 from .dispatch import DispatchResult, dispatch_due, dispatch_kick, dispatch_preview
 from .engagement import click_record, feedback_leave
+from .imports import ImportFileError, ImportReport, contacts_import
 from .opt_outs import (
     contacts_opt_in,
     contacts_opt_out,
@@ -47,19 +49,29 @@ from .provider_events import (
     twilio_status_record,
 )
 from .sending import SendResult, send_message
-from .staff import ResendRefused, message_resend, review_request_cancel
+from .staff import (
+    ResendRefused,
+    SendNowRefused,
+    message_resend,
+    review_request_cancel,
+    review_request_send_now,
+)
 
 __all__ = [
     "AddContactOutcome",
     "AddContactResult",
     "DispatchResult",
+    "ImportFileError",
+    "ImportReport",
     "ResendRefused",
+    "SendNowRefused",
     "SendResult",
     "add_contact",
     "apply_provider_status",
     "business_create",
     "business_settings_update",
     "click_record",
+    "contacts_import",
     "contacts_opt_in",
     "contacts_opt_out",
     "dispatch_due",
@@ -75,6 +87,7 @@ __all__ = [
     "opt_out_events_purge",
     "reconcile_unknown",
     "review_request_cancel",
+    "review_request_send_now",
     "review_site_add",
     "review_site_move",
     "review_site_remove",

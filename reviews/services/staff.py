@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import UTC
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..models import Channel, Message, ReviewRequest
+from ..models import BusinessSettings, Channel, Message, ReviewRequest
 from .dispatch import dispatch_kick
 from .sending import lock_request_of
 
@@ -111,3 +112,70 @@ def review_request_cancel(*, review_request: ReviewRequest, detail: str = "") ->
             )
             request.cancel_open_messages(at=now)
     return request
+
+
+class SendNowRefused(Exception):
+    """ "Send now" would break a rule (opted out, quiet hours, nothing to send); says which."""
+
+
+def review_request_send_now(*, review_request: ReviewRequest) -> Message:
+    """Make the request's next pending message due now and kick the dispatcher (staff).
+
+    The message then goes through the normal path: the dispatcher claims it, a send task
+    claims it again and re-checks opt-outs right before the provider call. Refused
+    (``SendNowRefused``) when the request has ended, when no message is waiting (a follow-up
+    is only ``planned`` until the previous one was sent; one already queued or sending is on
+    its way), when the contact cannot receive the channel (no address, opted out), and during
+    the business's quiet hours for that channel in the recipient's time zone: "send now"
+    never overrides them, the refusal says when the window opens. A transient-failure retry
+    keeps its attempt count. Returns the message.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        request = (
+            ReviewRequest.objects.select_for_update()
+            .select_related("contact", "owner")
+            .get(pk=review_request.pk)
+        )
+        if not request.is_active:
+            raise SendNowRefused(f"The review request has ended ({request.status}).")
+        message = (
+            request.messages.select_for_update()
+            .filter(status=Message.Status.PENDING)
+            .order_by("step")
+            .first()
+        )
+        if message is None:
+            in_flight = request.messages.filter(
+                status__in=(Message.Status.QUEUED, Message.Status.SENDING)
+            ).exists()
+            raise SendNowRefused(
+                "A message of this request is already on its way."
+                if in_flight
+                else "No message is waiting to be sent (the next follow-up is planned only "
+                "once the previous message was sent)."
+            )
+        contact = request.contact
+        channel_name = message.get_channel_display()
+        if not contact.address_for(message.channel):
+            raise SendNowRefused(f"The contact has no {channel_name} address.")
+        if contact.opted_out_of(message.channel):
+            raise SendNowRefused(f"The contact opted out of {channel_name}.")
+        policy = BusinessSettings.for_owner(request.owner)
+        allowed = policy.send_time(channel=message.channel, requested=now, phone=contact.phone)
+        if allowed.at > now:
+            raise SendNowRefused(
+                f"Quiet hours: {channel_name} goes out only between "
+                f"{allowed.window.start:%H:%M} and {allowed.window.end:%H:%M} in the "
+                f"recipient's time zone ({', '.join(allowed.zones)}); the earliest allowed time "
+                f"is {allowed.at.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
+            )
+        if message.due_at is None or message.due_at > now:
+            message.due_at = now
+            message.save(update_fields=["due_at", "updated_at"])
+        if message.step == 0 and request.scheduled_for > now:
+            request.scheduled_for = now
+            request.save(update_fields=["scheduled_for", "updated_at"])
+        transaction.on_commit(dispatch_kick)
+    logger.info("message made due now by staff", extra={"message_id": str(message.pk)})
+    return message

@@ -1,0 +1,325 @@
+"""Importing contacts from a CSV file (staff): every row through ``add_contact``.
+
+The admin's import page and ``manage.py import_contacts`` both call ``contacts_import``. Each row
+is handed to ``add_contact`` exactly as the connector API hands its JSON body, so the same
+normalisation, dedup, cooldown, opt-out and one-active-request rules apply and a bad row fails
+with the same messages the API returns. A bad row is reported (spreadsheet row number and
+reason) and the import goes on.
+
+Speed without a transaction per row: rows are written in batches of ``BATCH_SIZE``, each batch
+one transaction in which every row is its own savepoint (``add_contact``'s ``atomic`` nests), so
+a failing row rolls back alone. Nothing is enqueued per row: ``add_contact`` only asks for a
+dispatcher kick after commit when a message is due now, and that kick is published at most once
+a second (``dispatch_kick``); the beat dispatcher picks up everything that is due anyway.
+
+A dry run does the same work, batch by batch, in transactions that are rolled back, so nothing
+is written or sent and its report is what the import would do. One difference: as a batch's
+work is undone, a row that repeats a person from an earlier batch is recognised by its
+normalised e-mail or phone and reported as a repeat, not passed to ``add_contact`` again.
+
+Why batches, not one transaction: ``add_contact`` takes two transaction-scoped advisory locks
+per row on PostgreSQL (e-mail and phone), held until commit; 10,000 rows in one transaction
+would exhaust the server's lock table (``max_locks_per_transaction``), and a short batch also
+keeps concurrent API adds of the same people waiting for at most one batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from accounts.models import User
+
+from ..models import Contact
+from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, clean_contact_input
+from .contacts import AddContactOutcome, add_contact
+
+BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
+MAX_FILE_BYTES = 20 * 1024 * 1024
+# What people call each field in the files they export (compared without case, spaces,
+# hyphens or underscores: "E-mail", "e_mail" and "EMAIL" are one header).
+HEADER_ALIASES: dict[str, tuple[str, ...]] = {
+    "first_name": ("firstname", "first", "givenname", "forename"),
+    "last_name": ("lastname", "last", "surname", "familyname"),
+    "email": ("email", "emailaddress", "mail"),
+    "mobile_phone_number": (
+        "mobilephonenumber",
+        "mobile",
+        "mobilephone",
+        "mobilenumber",
+        "phone",
+        "phonenumber",
+        "cell",
+        "cellphone",
+        "telephone",
+    ),
+    "company_name": ("companyname", "company", "organization", "organisation"),
+    "delay_hours": ("delayhours", "delay"),
+    "metadata": ("metadata",),
+}
+_ALIAS_TO_FIELD = {alias: key for key, aliases in HEADER_ALIASES.items() for alias in aliases}
+_LABELS = {spec.key: spec.label for spec in CONTACT_FIELDS}
+
+
+class ImportFileError(Exception):
+    """The file as a whole cannot be imported (not CSV, no usable header); nothing was read."""
+
+
+def header_key(header: str) -> str:
+    return re.sub(r"[\s_\-.]+", "", (header or "").strip().lower())
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    fields: dict[str, str]  # CSV header -> contact field key
+    unknown: list[str]  # headers that match no field (ignored)
+
+
+def map_columns(headers: Iterable[str]) -> ColumnMap:
+    """Which column feeds which field; ``ImportFileError`` if two columns name one field or
+    neither an e-mail nor a phone column exists."""
+    fields: dict[str, str] = {}
+    unknown: list[str] = []
+    taken: dict[str, str] = {}
+    for header in headers:
+        key = _ALIAS_TO_FIELD.get(header_key(header))
+        if key is None:
+            if (header or "").strip():
+                unknown.append(header)
+            continue
+        if key in taken:
+            raise ImportFileError(
+                f'Columns "{taken[key]}" and "{header}" are both read as {_LABELS[key]}; '
+                "keep one of them."
+            )
+        taken[key] = header
+        fields[header] = key
+    if "email" not in taken and "mobile_phone_number" not in taken:
+        raise ImportFileError(
+            "The file needs an e-mail column (e.g. Email) or a mobile phone column (e.g. Mobile)"
+            " in its first line."
+        )
+    return ColumnMap(fields=fields, unknown=unknown)
+
+
+@dataclass(frozen=True)
+class RowIssue:
+    row: int  # the spreadsheet row number: the header is row 1
+    reason: str
+
+
+@dataclass
+class ImportReport:
+    owner: User
+    dry_run: bool
+    columns: ColumnMap
+    rows: int = 0  # data rows read (blank lines not counted)
+    blank: int = 0
+    outcomes: Counter = field(default_factory=Counter)  # AddContactOutcome -> count
+    # Dry run: the dedup keys of earlier batches (their rows were rolled back) -> row number.
+    seen: dict[str, int] = field(default_factory=dict, repr=False)
+    batch_seen: dict[str, int] = field(default_factory=dict, repr=False)
+    contacts_created: int = 0
+    errors: list[RowIssue] = field(default_factory=list)  # rows not imported
+    notes: list[RowIssue] = field(default_factory=list)  # imported, but no new request
+    seconds: float = 0.0
+
+    @property
+    def scheduled(self) -> int:
+        return self.outcomes[AddContactOutcome.SCHEDULED]
+
+    @property
+    def imported(self) -> int:
+        return self.rows - len(self.errors)
+
+    def summary(self) -> str:
+        def verb(count: int) -> str:
+            if self.dry_run:
+                return "would be"
+            return "was" if count == 1 else "were"
+
+        scheduled, skipped, errors = (
+            self.scheduled,
+            self.imported - self.scheduled,
+            len(self.errors),
+        )
+        parts = [
+            f"{self.rows} row{'s' if self.rows != 1 else ''} read",
+            f"{scheduled} review request{'s' if scheduled != 1 else ''} {verb(scheduled)} "
+            "scheduled",
+        ]
+        if skipped:
+            parts.append(
+                f"{skipped} {verb(skipped)} skipped (already active, cooldown or opted out)"
+            )
+        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+        return ", ".join(parts) + "."
+
+
+def read_csv(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """Decode (UTF-8, with or without a BOM; else Windows-1252, as Excel writes), detect the
+    delimiter (comma, semicolon or tab) and return the headers and ``(row number, row)``
+    pairs. ``ImportFileError`` when it is not a CSV file with a header line."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise ImportFileError(f"The file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB.")
+    if b"\x00" in raw[:4096]:
+        raise ImportFileError("This is not a CSV text file (is it an Excel .xlsx? Save as CSV).")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("cp1252", errors="replace")
+    if not text.strip():
+        raise ImportFileError("The file is empty.")
+    first_line = text.split("\n", 1)[0]
+    delimiter = max(",;\t", key=first_line.count)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    headers = [h.strip() for h in (reader.fieldnames or [])]
+    if not any(headers):
+        raise ImportFileError("The first line must name the columns (e.g. Email,First name).")
+    reader.fieldnames = headers
+
+    return headers, enumerate(reader, start=2)
+
+
+def row_data(row: Mapping[str | None, Any], columns: ColumnMap) -> dict[str, Any]:
+    """One CSV row as the API's input: mapped fields only, metadata parsed from JSON."""
+    data: dict[str, Any] = {}
+    for header, key in columns.fields.items():
+        value = row.get(header)
+        if value is None or not str(value).strip():
+            continue
+        data[key] = value
+    if "metadata" in data:
+        try:
+            data["metadata"] = json.loads(data["metadata"])
+        except ValueError:
+            raise ValidationError(
+                {"metadata": 'Must be a JSON object, e.g. {"order_id": "1001"}.'}
+            ) from None
+    return data
+
+
+def describe_error(exc: ValidationError) -> str:
+    """The API's field errors as one line: "E-mail: Is not a valid e-mail address."."""
+    if not hasattr(exc, "error_dict"):
+        return " ".join(exc.messages)
+    items = exc.message_dict
+    if items.get("email") == [NEED_EMAIL_OR_PHONE] and items.get("mobile_phone_number") == [
+        NEED_EMAIL_OR_PHONE
+    ]:
+        return NEED_EMAIL_OR_PHONE
+    return " ".join(
+        f"{_LABELS.get(key, key)}: {' '.join(messages)}" for key, messages in items.items()
+    )
+
+
+def contacts_import(
+    *,
+    owner: User,
+    raw: bytes,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import a CSV file of contacts for ``owner``; returns the report.
+
+    Raises ``ImportFileError`` (nothing done) when the file cannot be read as a whole. Row
+    problems never stop the import: they are in ``report.errors`` with their row number.
+    ``progress`` is called with the number of rows done, after each batch (and at the end).
+    Runs outside a transaction (each batch is one).
+    """
+    started = time.perf_counter()
+    headers, rows = read_csv(raw)
+    report = ImportReport(owner=owner, dry_run=dry_run, columns=map_columns(headers))
+    _import_rows(report, rows, progress=progress)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _import_rows(
+    report: ImportReport,
+    rows: Iterator[tuple[int, dict[str, str]]],
+    *,
+    progress: Callable[[int], None] | None,
+) -> None:
+    batch: list[tuple[int, dict[str, str]]] = []
+    for item in rows:
+        batch.append(item)
+        if len(batch) >= BATCH_SIZE:
+            _import_batch(report, batch)
+            batch = []
+            if progress:
+                progress(report.rows + report.blank)
+    if batch:
+        _import_batch(report, batch)
+    if progress:
+        progress(report.rows + report.blank)
+
+
+def _import_batch(report: ImportReport, batch: list[tuple[int, dict[str, str]]]) -> None:
+    # One transaction per batch; add_contact's own atomic() is a savepoint per row in it.
+    with transaction.atomic():
+        for number, row in batch:
+            _import_row(report, number, row)
+        if report.dry_run:
+            transaction.set_rollback(True)  # a dry run writes nothing, sends nothing
+    for key, number in report.batch_seen.items():
+        report.seen.setdefault(key, number)
+    report.batch_seen = {}
+
+
+def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -> None:
+    values = [v for k, v in row.items() if k is not None and v is not None and str(v).strip()]
+    if not values and not row.get(None):
+        report.blank += 1
+        return
+    report.rows += 1
+    if row.get(None):
+        # csv puts cells beyond the header under the key None: a misplaced delimiter.
+        report.errors.append(
+            RowIssue(number, "More cells than column names: check the delimiters and quotes.")
+        )
+        return
+    try:
+        data = row_data(row, report.columns)
+        if report.dry_run and _repeats_earlier_batch(report, number, data):
+            return
+        result = add_contact(owner=report.owner, data=data, source=Contact.Source.IMPORT)
+    except ValidationError as exc:
+        report.errors.append(RowIssue(number, describe_error(exc)))
+        return
+    report.outcomes[result.outcome] += 1
+    report.contacts_created += result.contact_created
+    if result.outcome != AddContactOutcome.SCHEDULED:
+        report.notes.append(RowIssue(number, result.message))
+
+
+def _repeats_earlier_batch(report: ImportReport, number: int, data: dict[str, Any]) -> bool:
+    """Dry run: whether this row's person was in an earlier (rolled-back) batch; if so it is
+    reported as the import would answer it (the contact updated, no second request)."""
+    clean = clean_contact_input(data, default_region=report.owner.default_region)
+    keys = [f"e:{clean.email_normalized}" if clean.email_normalized else "", f"p:{clean.phone}"]
+    keys = [key for key in keys if key and key != "p:"]
+    earlier = next((report.seen[key] for key in keys if key in report.seen), None)
+    for key in keys:
+        report.batch_seen.setdefault(key, number)
+    if earlier is None:
+        return False
+    report.outcomes[AddContactOutcome.ALREADY_ACTIVE] += 1
+    report.notes.append(
+        RowIssue(
+            number,
+            f"Repeats row {earlier} of this file: the contact would be updated, with no new "
+            "review request.",
+        )
+    )
+    return True

@@ -1,0 +1,328 @@
+"""The back office through Django's test client: every write goes through a service."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.utils import timezone
+
+from reviews.models import (
+    BusinessSettings,
+    Channel,
+    Contact,
+    Message,
+    MessageTemplate,
+    OptOutEvent,
+    ReviewRequest,
+)
+from reviews.services import add_contact
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def add(owner, **data):
+    data.setdefault("first_name", "Jane")
+    return add_contact(owner=owner, data=data).review_request
+
+
+def action(client, model, name, ids, **extra):
+    return client.post(
+        f"/admin/reviews/{model}/",
+        {"action": name, "_selected_action": [str(pk) for pk in ids], **extra},
+        follow=True,
+    )
+
+
+# --- Requests: cancel, send now, resend -----------------------------------------------------------
+
+
+def test_cancel_action_ends_requests_through_the_service(staff, business):
+    active = add(business, email="a@example.com", delay_hours=5)
+    ended = add(business, email="b@example.com", delay_hours=5)
+    ended.status, ended.ended_at = ReviewRequest.Status.COMPLETED, timezone.now()
+    ended.save()
+    page = action(staff, "reviewrequest", "cancel_requests", [active.pk, ended.pk])
+    html = page.content.decode()
+    assert "Cancelled: 1." in html and "already ended (completed)" in html
+    active.refresh_from_db()
+    assert active.status == ReviewRequest.Status.CANCELLED
+    assert "staff@example.com" in active.ended_detail
+    assert set(active.messages.values_list("status", flat=True)) == {Message.Status.CANCELLED}
+
+
+def test_send_now_action_reports_refusals(staff, business):
+    later = add(business, email="a@example.com", delay_hours=24)
+    opted = add(business, email="b@example.com", delay_hours=24)
+    Contact.objects.filter(pk=opted.contact_id).update(email_opted_out_at=timezone.now())
+    html = action(staff, "reviewrequest", "send_now", [later.pk, opted.pk]).content.decode()
+    assert "Due now (a worker sends them shortly): 1." in html
+    assert "opted out of e-mail" in html
+    assert later.messages.get(step=0).due_at <= timezone.now()
+    assert opted.messages.get(step=0).due_at > timezone.now() + timedelta(hours=23)
+
+
+def test_resend_action_resends_a_failed_message_and_refuses_an_unknown_sms(staff, business):
+    failed = add(business, email="a@example.com", delay_hours=0)
+    Message.objects.filter(review_request=failed, step=0).update(
+        status=Message.Status.FAILED, last_error="bounced"
+    )
+    unknown = add(business, mobile_phone_number="+14155552671", delay_hours=0)
+    Message.objects.filter(review_request=unknown, step=0).update(status=Message.Status.UNKNOWN)
+    html = action(staff, "reviewrequest", "resend_failed", [failed.pk, unknown.pk]).content
+    html = html.decode()
+    assert "Resent (pending again, due now): 1." in html
+    assert "may already have been delivered" in html
+    assert failed.messages.get(step=0).status == Message.Status.PENDING
+    assert unknown.messages.get(step=0).status == Message.Status.UNKNOWN
+
+
+def test_forced_resend_of_an_unknown_sms_asks_first(staff, business):
+    unknown = add(business, mobile_phone_number="+14155552671", delay_hours=0)
+    message = unknown.messages.get(step=0)
+    Message.objects.filter(pk=message.pk).update(status=Message.Status.UNKNOWN)
+    page = action(staff, "message", "resend_forced", [message.pk])
+    assert "may already have delivered it" in page.content.decode()
+    message.refresh_from_db()
+    assert message.status == Message.Status.UNKNOWN
+    action(staff, "message", "resend_forced", [message.pk], confirm="yes")
+    message.refresh_from_db()
+    assert message.status == Message.Status.PENDING
+
+
+def test_staff_without_change_permission_get_no_actions(business):
+    from django.contrib.auth.models import Permission
+
+    viewer = UserFactory(is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_reviewrequest"))
+    client = Client()
+    client.force_login(viewer)
+    request = add(business, email="a@example.com", delay_hours=5)
+    page = client.get("/admin/reviews/reviewrequest/")
+    assert page.status_code == 200 and b"cancel_requests" not in page.content
+    client.post(
+        "/admin/reviews/reviewrequest/",
+        {"action": "cancel_requests", "_selected_action": [str(request.pk)]},
+    )
+    request.refresh_from_db()
+    assert request.status == ReviewRequest.Status.SCHEDULED
+    assert client.get("/admin/reviews/contact/import/").status_code == 403
+
+
+def test_a_request_page_shows_its_timeline_and_every_message(staff, business):
+    request = add(business, email="a@example.com", delay_hours=0)
+    Message.objects.filter(review_request=request, step=0).update(
+        status=Message.Status.FAILED,
+        failed_at=timezone.now(),
+        provider="postmark",
+        provider_message_id="pm-123",
+        last_error_code="bounced",
+        last_error="Hard bounce",
+    )
+    html = staff.get(f"/admin/reviews/reviewrequest/{request.pk}/change/").content.decode()
+    assert "Review request created" in html
+    assert "First message (e-mail) failed" in html
+    assert "pm-123" in html and "Hard bounce" in html
+
+
+def test_requests_filter_by_status_and_owner(staff, business):
+    other = UserFactory(business_name="Other Co")
+    add(business, email="mine@example.com", first_name="Minnie", delay_hours=1)
+    add(other, email="theirs@example.com", first_name="Theodore", delay_hours=1)
+    page = staff.get("/admin/reviews/reviewrequest/", {"owner__id__exact": str(business.pk)})
+    html = page.content.decode()
+    assert "Minnie" in html and "Theodore" not in html
+    page = staff.get("/admin/reviews/reviewrequest/", {"status__exact": "cancelled"})
+    assert "Minnie" not in page.content.decode()
+
+
+# --- Contacts -------------------------------------------------------------------------------------
+
+
+def test_contacts_search_by_phone_written_any_way_and_filter_opted_out(staff, business):
+    add(business, mobile_phone_number="+14155552671", first_name="Phoebe")
+    add(business, email="olive@example.com", first_name="Olive")
+    Contact.objects.filter(first_name="Olive").update(email_opted_out_at=timezone.now())
+    found = staff.get("/admin/reviews/contact/", {"q": "(415) 555-2671"}).content.decode()
+    assert "Phoebe" in found and "Olive" not in found
+    opted = staff.get("/admin/reviews/contact/", {"opted_out": "any"}).content.decode()
+    assert "Olive" in opted and "Phoebe" not in opted
+    sms = staff.get("/admin/reviews/contact/", {"channel": "sms"}).content.decode()
+    assert "Phoebe" in sms and "Olive" not in sms
+
+
+def test_import_page_runs_the_import_and_shows_the_report(staff, business):
+    upload = SimpleUploadedFile(
+        "contacts.csv",
+        b"First Name,E-mail,Mobile,Shoe size\nJane,jane@example.com,,41\nBob,bob@,,\n",
+        content_type="text/csv",
+    )
+    page = staff.post("/admin/reviews/contact/import/", {"owner": business.email, "file": upload})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "2 rows read, 1 review request was scheduled, 1 error." in html
+    assert "<td>3</td><td>E-mail: Is not a valid e-mail address.</td>" in html
+    assert "<code>Shoe size</code>" in html
+    assert Contact.objects.get().source == Contact.Source.IMPORT
+
+
+def test_import_page_dry_run_and_file_errors(staff, business):
+    upload = SimpleUploadedFile("c.csv", b"Email\njane@example.com\n")
+    html = staff.post(
+        "/admin/reviews/contact/import/",
+        {"owner": business.email, "file": upload, "dry_run": "on"},
+    ).content.decode()
+    assert "Dry run: nothing was written" in html and "would be scheduled" in html
+    assert not Contact.objects.exists()
+    bad = SimpleUploadedFile("c.csv", b"Name\nJane\n")
+    html = staff.post(
+        "/admin/reviews/contact/import/", {"owner": business.email, "file": bad}
+    ).content.decode()
+    assert "needs an e-mail column" in html
+    unknown = SimpleUploadedFile("c.csv", b"Email\njane@example.com\n")
+    html = staff.post(
+        "/admin/reviews/contact/import/", {"owner": "nobody@example.com", "file": unknown}
+    ).content.decode()
+    assert "No business with this e-mail." in html
+
+
+# --- Business settings and wording ----------------------------------------------------------------
+
+
+def test_business_settings_are_saved_through_the_service_with_the_profile(staff, business):
+    url = f"/admin/reviews/businesssettings/{business.pk}/change/"
+    form = {
+        "business_name": "Acme Plumbing & Heating",
+        "time_zone": "Europe/London",
+        "default_region": "gb",
+        "initial_channel": "email",
+        "default_delay_hours": "2",
+        "follow_up_offsets_hours": "[48]",
+        "follow_up_other_channel": "on",
+        "cooldown_days": "30",
+        "send_window_start": "09:00",
+        "send_window_end": "20:00",
+        "send_window_applies_to": "all",
+        "sender_name": "Acme",
+        "postal_address": "1 High St, London",
+    }
+    assert staff.post(url, form).status_code == 302
+    business.refresh_from_db()
+    policy = BusinessSettings.objects.get(owner=business)
+    assert (business.time_zone, business.default_region) == ("Europe/London", "GB")
+    assert business.business_name == "Acme Plumbing & Heating"
+    assert policy.follow_up_offsets_hours == [48] and policy.cooldown_days == 30
+    page = staff.post(url, {**form, "follow_up_offsets_hours": "[48, 24]", "time_zone": "Mars"})
+    assert page.status_code == 200
+    assert "increasing" in page.content.decode() and "IANA" in page.content.decode()
+
+
+def test_template_saved_through_the_service_gets_the_stop_line(staff, business):
+    add_page = staff.get("/admin/reviews/messagetemplate/add/").content.decode()
+    assert 'id="preview-body"' in add_page and "Type the wording to see it here." in add_page
+    page = staff.post(
+        "/admin/reviews/messagetemplate/add/",
+        {
+            "owner": str(business.pk),
+            "channel": "sms",
+            "step": "0",
+            "subject": "",
+            "body": "Hi {first_name}, {business_name} here: {review_link}",
+        },
+    )
+    assert page.status_code == 302
+    template = MessageTemplate.objects.get()
+    assert template.body.endswith("Reply STOP to opt out")
+    change = staff.get(f"/admin/reviews/messagetemplate/{template.pk}/change/").content.decode()
+    assert 'id="preview-body"' in change and "Hi Jane, Acme Plumbing here" in change
+    assert "js/template-preview.js" in change
+
+
+def test_preview_endpoint_renders_the_draft_with_its_segment_count(staff, business):
+    url = "/admin/reviews/messagetemplate/preview/"
+    page = staff.post(
+        url,
+        {
+            "owner": str(business.pk),
+            "channel": "sms",
+            "step": "0",
+            "body": "Hello {first_name} from {business_name}! 😀 {review_link}",
+        },
+    )
+    html = page.content.decode()
+    assert "Hello Jane from Acme Plumbing!" in html
+    assert "UCS-2" in html or "Unicode" in html or "segment" in html
+    bad = staff.post(url, {"owner": str(business.pk), "channel": "sms", "step": "0", "body": "x"})
+    assert "Must contain {review_link}." in bad.content.decode()
+    email = staff.post(
+        url,
+        {
+            "owner": str(business.pk),
+            "channel": "email",
+            "step": "1",
+            "subject": "Thanks {first_name}",
+            "body": "Please review us: {review_link}",
+        },
+    )
+    assert "Thanks Jane" in email.content.decode()
+    assert staff.get(url).status_code == 405
+
+
+def test_business_page_shows_settings_sites_and_templates(staff, business):
+    MessageTemplate.objects.create(
+        owner=business,
+        channel=Channel.SMS,
+        step=0,
+        body="{business_name}: {review_link} Reply STOP to opt out",
+    )
+    html = staff.get(f"/admin/accounts/user/{business.pk}/change/").content.decode()
+    assert "https://g.page/r/acme/review" in html
+    assert "Reply STOP to opt out" in html
+    assert "review settings" in html
+
+
+# --- Dashboard ------------------------------------------------------------------------------------
+
+
+def test_dashboard_counts_per_day_rate_failures_and_opt_outs(staff, business):
+    other = UserFactory(business_name="Other Co")
+    BusinessSettings.objects.create(owner=other)
+    now = timezone.now()
+    sent = add(business, email="a@example.com", delay_hours=0)
+    ReviewRequest.objects.filter(pk=sent.pk).update(
+        status="clicked", sent_at=now, clicked_at=now, ended_at=now
+    )
+    failed = add(business, email="b@example.com", delay_hours=0)
+    ReviewRequest.objects.filter(pk=failed.pk).update(sent_at=now)
+    Message.objects.filter(review_request=failed, step=0).update(
+        status="failed", failed_at=now, last_error_code="bounced", last_error="Hard bounce"
+    )
+    OptOutEvent.objects.create(
+        owner=business,
+        channel=Channel.SMS,
+        action=OptOutEvent.Action.OPT_OUT,
+        source=Contact.OptOutSource.SMS_REPLY,
+        address="+14155552671",
+    )
+    add(other, email="c@example.com", delay_hours=0)
+
+    page = staff.get("/admin/reviews/reviewrequest/dashboard/", {"owner": str(business.pk)})
+    html = page.content.decode()
+    data = page.context["data"]
+    assert [s.total for s in data.series] == [2, 2, 0, 1, 0]
+    assert data.click_through_rate == 50.0
+    assert "50.0 %" in html
+    assert "<code>bounced</code>" in html and "Hard bounce" in html
+    assert "Replied STOP" in html
+    assert html.count("<polyline") == 5
+    everyone = staff.get("/admin/reviews/reviewrequest/dashboard/").context["data"]
+    assert everyone.series[0].total == 3
+    assert len(everyone.series[0].counts) == 30
+
+
+def test_dashboard_needs_staff(client, business):
+    response = client.get("/admin/reviews/reviewrequest/dashboard/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]

@@ -1,0 +1,210 @@
+"""CSV import: every row through add_contact, per-row errors, dry run, header aliases."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from reviews.models import Contact, Message, ReviewRequest
+from reviews.services import AddContactOutcome, ImportFileError, contacts_import
+from reviews.services.imports import map_columns
+
+pytestmark = pytest.mark.django_db
+
+
+def csv_bytes(*lines: str) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_import_creates_contacts_and_one_request_each(owner):
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes(
+            "First Name,Last Name,E-mail,Mobile",
+            "Jane,Smith,jane@example.com,+14155552671",
+            "Bob,Jones,bob@example.com,",
+        ),
+    )
+    assert report.rows == 2 and report.errors == []
+    assert report.scheduled == 2 and report.contacts_created == 2
+    jane = Contact.objects.get(email_normalized="jane@example.com")
+    assert jane.source == Contact.Source.IMPORT
+    assert jane.phone == "+14155552671"
+    assert ReviewRequest.objects.filter(owner=owner).count() == 2
+    assert Message.objects.filter(status=Message.Status.PENDING).count() == 2
+
+
+def test_import_reports_bad_rows_with_their_number_and_goes_on(owner):
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes(
+            "email,phone,delay",
+            "ok1@example.com,,",
+            "not-an-email,,",
+            ",,",
+            ",12,",
+            "ok2@example.com,,1.5",
+            "ok3@example.com,,",
+        ),
+    )
+    assert [(e.row, e.reason) for e in report.errors] == [
+        (3, "E-mail: Is not a valid e-mail address."),
+        (5, report.errors[1].reason),
+        (6, "Delay (hours): Must be a whole number of hours from 0 to 8760, like 24."),
+    ]
+    assert report.errors[1].reason.startswith("Mobile phone number: Is not a valid phone number")
+    assert report.blank == 1  # row 4 is empty: not an error
+    assert set(Contact.objects.values_list("email", flat=True)) == {
+        "ok1@example.com",
+        "ok3@example.com",
+    }
+    assert "3 errors" in report.summary()
+
+
+def test_import_dedups_repeated_rows_and_applies_the_cooldown(owner):
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes("Email", "jane@example.com", "JANE@example.com"),
+    )
+    assert report.scheduled == 1
+    assert report.outcomes[AddContactOutcome.ALREADY_ACTIVE] == 1
+    assert report.notes[0].row == 3
+    assert "already has a review request" in report.notes[0].reason
+    assert Contact.objects.count() == 1
+    assert ReviewRequest.objects.count() == 1
+
+
+def test_import_never_writes_to_opted_out_channels(owner):
+    contacts_import(owner=owner, raw=csv_bytes("Email", "jane@example.com"))
+    contact = Contact.objects.get()
+    ReviewRequest.objects.update(status="cancelled", ended_at=contact.created_at)
+    Contact.objects.update(email_opted_out_at=contact.created_at)
+    before = Message.objects.count()
+    report = contacts_import(owner=owner, raw=csv_bytes("Email", "jane@example.com"))
+    assert report.outcomes[AddContactOutcome.OPTED_OUT] == 1
+    assert "opted out of e-mail" in report.notes[0].reason
+    assert Message.objects.count() == before
+
+
+def test_dry_run_reports_the_same_and_writes_nothing(owner):
+    raw = csv_bytes("Email,Company", "a@example.com,A", "a@example.com,A", "bad,")
+    dry = contacts_import(owner=owner, raw=raw, dry_run=True)
+    assert dry.scheduled == 1 and len(dry.notes) == 1 and len(dry.errors) == 1
+    assert "would be" in dry.summary()
+    assert not Contact.objects.exists() and not ReviewRequest.objects.exists()
+    real = contacts_import(owner=owner, raw=raw)
+    assert (real.scheduled, len(real.notes), len(real.errors)) == (1, 1, 1)
+
+
+def test_metadata_column_is_json_and_unknown_columns_are_reported(owner):
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes(
+            "email;metadata;Favourite colour",
+            'a@example.com;{"order": "1001"};blue',
+            "b@example.com;not json;red",
+        ),
+    )
+    assert report.columns.unknown == ["Favourite colour"]
+    assert Contact.objects.get(email="a@example.com").metadata == {"order": "1001"}
+    assert report.errors[0].row == 3 and report.errors[0].reason.startswith("Metadata:")
+
+
+def test_import_reads_excel_exports(owner):
+    raw = "\ufeffE-mail\tFirst name\r\nzoe@example.com\tZoë\r\n".encode()
+    report = contacts_import(owner=owner, raw=raw)
+    assert report.errors == []
+    assert Contact.objects.get().first_name == "Zoë"
+    latin = "Email,First name\r\nrene@example.com,Ren\xe9\r\n".encode("cp1252")
+    contacts_import(owner=owner, raw=latin)
+    assert Contact.objects.get(email="rene@example.com").first_name == "René"
+
+
+def test_a_row_with_too_many_cells_is_an_error(owner):
+    report = contacts_import(owner=owner, raw=csv_bytes("email,first", "a@example.com,A,extra"))
+    assert report.errors[0].row == 2
+    assert "More cells" in report.errors[0].reason
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (("first_name", "Jane"), "needs an e-mail column"),
+        (("Email,E-mail", "a@x.com,b@x.com"), "both read as E-mail"),
+        (("",), "empty"),
+    ],
+)
+def test_unusable_files_are_refused_whole(owner, lines, message):
+    with pytest.raises(ImportFileError, match=message):
+        contacts_import(owner=owner, raw=csv_bytes(*lines))
+    assert not Contact.objects.exists()
+
+
+def test_header_aliases():
+    columns = map_columns(["First Name", "SURNAME", "Email Address", "Cell Phone", "Organisation"])
+    assert columns.fields == {
+        "First Name": "first_name",
+        "SURNAME": "last_name",
+        "Email Address": "email",
+        "Cell Phone": "mobile_phone_number",
+        "Organisation": "company_name",
+    }
+
+
+def test_rows_across_batches_are_all_imported(owner, monkeypatch):
+    monkeypatch.setattr("reviews.services.imports.BATCH_SIZE", 3)
+    done = []
+    lines = ["email"] + [f"p{i}@example.com" for i in range(7)] + ["bad"]
+    report = contacts_import(owner=owner, raw=csv_bytes(*lines), progress=done.append)
+    assert report.scheduled == 7 and report.errors[0].row == 9
+    assert done == [3, 6, 8]
+    assert Contact.objects.count() == 7
+
+
+def test_command_imports_and_prints_the_report(owner, tmp_path, capsys):
+    path = tmp_path / "contacts.csv"
+    path.write_bytes(csv_bytes("Email,Nickname", "a@example.com,Al", "nope,"))
+    call_command("import_contacts", str(path), "--owner", owner.email.upper())
+    out = capsys.readouterr().out
+    assert "Ignored columns: Nickname" in out
+    assert "row 3: error: E-mail: Is not a valid e-mail address." in out
+    assert "2 rows read, 1 review request was scheduled" in out
+    assert Contact.objects.count() == 1
+
+
+def test_command_dry_run_writes_nothing(owner, tmp_path, capsys):
+    path = tmp_path / "contacts.csv"
+    path.write_bytes(csv_bytes("Email", "a@example.com"))
+    call_command("import_contacts", str(path), "--owner", owner.email, "--dry-run")
+    assert "Dry run: nothing was written or sent." in capsys.readouterr().out
+    assert not Contact.objects.exists()
+
+
+def test_command_refuses_unknown_owner_and_bad_files(owner, tmp_path):
+    path = tmp_path / "contacts.csv"
+    path.write_bytes(csv_bytes("Name", "x"))
+    with pytest.raises(CommandError, match="No business"):
+        call_command("import_contacts", str(path), "--owner", "nobody@example.com")
+    with pytest.raises(CommandError, match="e-mail column"):
+        call_command("import_contacts", str(path), "--owner", owner.email)
+    with pytest.raises(CommandError, match="Cannot read"):
+        call_command("import_contacts", str(tmp_path / "missing.csv"), "--owner", owner.email)
+
+
+def test_dry_run_across_batches_matches_the_import(owner, monkeypatch):
+    monkeypatch.setattr("reviews.services.imports.BATCH_SIZE", 2)
+    raw = csv_bytes(
+        "email,mobile",
+        "a@example.com,",
+        "b@example.com,",
+        "c@example.com,",
+        "A@example.com,",
+        ",+14155552671",
+        "x@example.com,415 555 2671",
+    )
+    dry = contacts_import(owner=owner, raw=raw, dry_run=True)
+    assert not Contact.objects.exists()
+    assert [n.row for n in dry.notes] == [5, 7]
+    assert "Repeats row 2" in dry.notes[0].reason
+    real = contacts_import(owner=owner, raw=raw)
+    assert (dry.scheduled, len(dry.notes)) == (real.scheduled, len(real.notes)) == (4, 2)

@@ -1,0 +1,110 @@
+"""Staff actions on requests: cancel and send now keep every delivery rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+from django.utils import timezone
+
+from reviews.models import BusinessSettings, Message, ReviewRequest
+from reviews.services import (
+    SendNowRefused,
+    add_contact,
+    dispatch_due,
+    review_request_cancel,
+    review_request_send_now,
+    send_message,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def add(owner, **data):
+    data.setdefault("first_name", "Jane")
+    return add_contact(owner=owner, data=data).review_request
+
+
+def dispatch_and_send() -> list[str]:
+    return [send_message(message_id=pk) for pk in dispatch_due().claimed]
+
+
+def test_send_now_makes_a_delayed_first_message_due_and_it_goes_out(business):
+    request = add(business, email="jane@example.com", delay_hours=48)
+    assert dispatch_and_send() == []
+    message = review_request_send_now(review_request=request)
+    assert message.step == 0 and message.due_at <= timezone.now()
+    request.refresh_from_db()
+    assert request.scheduled_for <= timezone.now()
+    assert dispatch_and_send() == ["sent"]
+    request.refresh_from_db()
+    assert request.status == ReviewRequest.Status.SENT
+
+
+def test_send_now_brings_the_next_follow_up_forward(business):
+    request = add(business, email="jane@example.com", delay_hours=0)
+    assert dispatch_and_send() == ["sent"]
+    follow_up = request.messages.get(step=1)
+    assert follow_up.status == Message.Status.PENDING and follow_up.due_at > timezone.now()
+    assert review_request_send_now(review_request=request).pk == follow_up.pk
+    assert dispatch_and_send() == ["sent"]
+
+
+def test_send_now_refuses_when_nothing_is_waiting(business):
+    request = add(business, email="jane@example.com", delay_hours=0)
+    dispatch_due()  # the first message is queued for a worker
+    with pytest.raises(SendNowRefused, match="already on its way"):
+        review_request_send_now(review_request=request)
+
+
+def test_send_now_refuses_an_opted_out_contact(business):
+    request = add(business, email="jane@example.com", delay_hours=24)
+    request.contact.email_opted_out_at = timezone.now()
+    request.contact.save()
+    with pytest.raises(SendNowRefused, match="opted out of e-mail"):
+        review_request_send_now(review_request=request)
+    assert request.messages.get(step=0).due_at > timezone.now()
+
+
+def test_send_now_refuses_an_ended_request(business):
+    request = add(business, email="jane@example.com", delay_hours=24)
+    review_request_cancel(review_request=request)
+    with pytest.raises(SendNowRefused, match="ended"):
+        review_request_send_now(review_request=request)
+
+
+def test_send_now_never_overrides_quiet_hours(business, time_machine):
+    BusinessSettings.objects.filter(owner=business).update(
+        send_window_applies_to=BusinessSettings.WindowAppliesTo.SMS,
+        send_window_start=time(8),
+        send_window_end=time(21),
+    )
+    # 14:00 in San Francisco: an SMS may go; the contact wants it in 2 days.
+    time_machine.move_to(datetime(2025, 3, 4, 22, 0, tzinfo=UTC), tick=False)
+    request = add(business, mobile_phone_number="+14155552671", delay_hours=48)
+    # 23:30 in San Francisco: quiet hours.
+    time_machine.move_to(datetime(2025, 3, 5, 7, 30, tzinfo=UTC), tick=False)
+    with pytest.raises(SendNowRefused, match=r"Quiet hours.*America/Los_Angeles.*16:00 UTC"):
+        review_request_send_now(review_request=request)
+    time_machine.move_to(datetime(2025, 3, 5, 17, 0, tzinfo=UTC), tick=False)
+    assert review_request_send_now(review_request=request).due_at == timezone.now()
+
+
+def test_cancel_ends_the_request_and_cancels_every_unsent_message(business):
+    request = add(business, email="jane@example.com", delay_hours=0)
+    dispatch_due()  # step 0 queued: the send task has not claimed it yet
+    review_request_cancel(review_request=request, detail="by staff")
+    request.refresh_from_db()
+    assert request.status == ReviewRequest.Status.CANCELLED
+    assert set(request.messages.values_list("status", flat=True)) == {Message.Status.CANCELLED}
+    # The queued task runs late: its claim finds nothing and sends nothing.
+    assert send_message(message_id=str(request.messages.get(step=0).pk)) == "skipped"
+
+
+def test_cancel_is_idempotent(business):
+    request = add(business, email="jane@example.com", delay_hours=1)
+    first = review_request_cancel(review_request=request)
+    ended_at = first.ended_at
+    again = review_request_cancel(review_request=request)
+    assert again.status == ReviewRequest.Status.CANCELLED and again.ended_at == ended_at
+    assert timedelta(0) <= timezone.now() - ended_at
