@@ -222,6 +222,11 @@ class BusinessAdmin(UserAdmin):
 
     inlines = [BusinessSettingsInline, ReviewSiteInline, MessageTemplateInline]
 
+    def get_inlines(self, request, obj):
+        # The add page creates the login only (its settings come with the defaults on first
+        # use); read-only inlines there would demand formset data the form never sends.
+        return self.inlines if obj is not None else []
+
 
 @admin.register(ReviewSite)
 class ReviewSiteAdmin(admin.ModelAdmin):
