@@ -40,7 +40,7 @@ from django.db import transaction
 
 from accounts.models import User
 
-from ..models import Contact
+from ..models import BusinessSettings, Contact
 from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, clean_contact_input
 from .contacts import AddContactOutcome, add_contact
 
@@ -133,6 +133,7 @@ class ImportReport:
     errors: list[RowIssue] = field(default_factory=list)  # rows not imported
     notes: list[RowIssue] = field(default_factory=list)  # imported, but no new request
     seconds: float = 0.0
+    policy: BusinessSettings | None = field(default=None, repr=False)  # read once per batch
 
     @property
     def scheduled(self) -> int:
@@ -268,6 +269,8 @@ def _import_rows(
 def _import_batch(report: ImportReport, batch: list[tuple[int, dict[str, str]]]) -> None:
     # One transaction per batch; add_contact's own atomic() is a savepoint per row in it.
     with transaction.atomic():
+        # Read once per batch: every row of it is scheduled under the same policy.
+        report.policy = BusinessSettings.for_owner(report.owner)
         for number, row in batch:
             _import_row(report, number, row)
         if report.dry_run:
@@ -293,7 +296,9 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
         data = row_data(row, report.columns)
         if report.dry_run and _repeats_earlier_batch(report, number, data):
             return
-        result = add_contact(owner=report.owner, data=data, source=Contact.Source.IMPORT)
+        result = add_contact(
+            owner=report.owner, data=data, source=Contact.Source.IMPORT, policy=report.policy
+        )
     except ValidationError as exc:
         report.errors.append(RowIssue(number, describe_error(exc)))
         return
