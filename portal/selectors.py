@@ -3,7 +3,8 @@
 * ``review_requests_list``: the dashboard list (filter by status, search by name, e-mail or
   phone), newest first;
 * ``funnel``: added → sent → delivered → clicked, plus failed and opted out, for a period;
-* ``review_request_timeline``: everything that happened to one request, in order;
+* ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
+  everything that happened to one request, in order;
 * ``connected_apps``: the OAuth clients the owner authorised that still hold live tokens.
 """
 
@@ -22,13 +23,14 @@ from accounts.models import User
 from oauth_provider.models import Connection
 from reviews.models import (
     Channel,
-    Click,
     Contact,
-    Feedback,
     Message,
-    OptOutEvent,
     ReviewRequest,
 )
+
+# Shared with the staff admin; re-exported for the portal's views.
+from reviews.selectors import TimelineEvent as TimelineEvent
+from reviews.selectors import review_request_timeline as review_request_timeline
 
 # --- The dashboard list ---------------------------------------------------------------------------
 
@@ -180,105 +182,6 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
 
 
 # --- One request's timeline -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TimelineEvent:
-    at: datetime
-    kind: str  # a CSS hook: added, sent, delivered, failed, clicked, feedback, opt-out, ended...
-    title: str
-    detail: str = ""
-
-
-_MESSAGE_EVENTS = (
-    ("sent_at", "sent", "sent"),
-    ("delivered_at", "delivered", "delivered"),
-    ("unknown_at", "unknown", "outcome unknown: we are checking with the provider"),
-    ("failed_at", "failed", "failed"),
-    ("cancelled_at", "cancelled", "cancelled before it was sent"),
-)
-
-
-_EFFECT_ORDER = {"added": 0, "cancelled": 3, "ended": 4}
-
-
-def _message_name(message: Message) -> str:
-    which = "First message" if message.step == 0 else f"Follow-up {message.step}"
-    return f"{which} ({message.get_channel_display()})"
-
-
-def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEvent]:
-    """What happened to one request, oldest first: created, each message's sends, deliveries,
-    failures and cancellations, clicks on review sites (and fetches by link scanners, which
-    did not count), private feedback, opt-outs of the contact, and the end."""
-    request = review_request
-    events = [
-        TimelineEvent(
-            request.created_at,
-            "added",
-            "Review request created",
-            f"First message planned for {_local(request.scheduled_for)}",
-        )
-    ]
-    for message in request.messages.order_by("step"):
-        for stamp, kind, verb in _MESSAGE_EVENTS:
-            at = getattr(message, stamp)
-            if at is None:
-                continue
-            detail = ""
-            if kind == "sent" and message.to_address:
-                detail = f"To {message.to_address}"
-            elif kind == "failed":
-                detail = " ".join(
-                    part for part in (message.last_error_code, message.last_error[:300]) if part
-                )
-            events.append(TimelineEvent(at, kind, f"{_message_name(message)} {verb}", detail))
-    for click in Click.objects.filter(review_request=request).select_related("site"):
-        where = click.site.label if click.site else click.url
-        if click.counted:
-            events.append(TimelineEvent(click.created_at, "clicked", f"Clicked through to {where}"))
-        else:
-            events.append(
-                TimelineEvent(
-                    click.created_at,
-                    "ignored",
-                    f"Link to {where} fetched by a machine (not counted)",
-                    click.ignored_reason.replace("_", " "),
-                )
-            )
-    for note in Feedback.objects.filter(review_request=request):
-        events.append(TimelineEvent(note.created_at, "feedback", "Private feedback", note.text))
-    opt_outs = OptOutEvent.objects.filter(
-        owner_id=request.owner_id, contact_id=request.contact_id, created_at__gte=request.created_at
-    )
-    for event in opt_outs:
-        verb = "Opted out of" if event.action == OptOutEvent.Action.OPT_OUT else "Opted back in to"
-        events.append(
-            TimelineEvent(
-                event.created_at,
-                "opt-out" if event.action == OptOutEvent.Action.OPT_OUT else "opt-in",
-                f"{verb} {event.get_channel_display()}",
-                event.get_source_display(),
-            )
-        )
-    if request.ended_at is not None:
-        events.append(
-            TimelineEvent(
-                request.ended_at,
-                "ended",
-                f"Request ended: {request.get_status_display().lower()}",
-                " ".join(filter(None, (request.get_ended_reason_display(), request.ended_detail))),
-            )
-        )
-    # Events of one instant: the cause (a click, an opt-out) before its effects (the follow-ups
-    # it cancelled, the end of the request).
-    return sorted(events, key=lambda event: (event.at, _EFFECT_ORDER.get(event.kind, 1)))
-
-
-def _local(moment: datetime) -> str:
-    """As the portal's templates write times, in the current (the owner's) time zone."""
-    local = timezone.localtime(moment)
-    return f"{local.day} {local:%b %Y, %H:%M}"
 
 
 # --- Connected apps -------------------------------------------------------------------------------

@@ -31,9 +31,8 @@ from django.utils.safestring import mark_safe
 
 from accounts.admin import UserAdmin
 from accounts.validators import validate_region, validate_time_zone
-from portal.selectors import review_request_timeline
 
-from . import dashboard, services
+from . import dashboard, selectors, services
 from .models import (
     MAX_FOLLOW_UPS,
     BusinessSettings,
@@ -610,7 +609,7 @@ class ReviewRequestAdmin(_ReadOnlyAdmin):
         return mark_safe(  # a rendered template: every value in it is escaped
             render_to_string(
                 "admin/reviews/timeline.html",
-                {"events": review_request_timeline(review_request=obj)},
+                {"events": selectors.review_request_timeline(review_request=obj)},
             )
         )
 
