@@ -240,12 +240,11 @@ def _lock_dedup_keys(*, owner: User, clean: ContactInput) -> None:
         int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
         for name in names
     )
-    if not keys:
-        return
-    # One round trip: PostgreSQL evaluates a target list left to right, so the sorted order
-    # (the deadlock guard) holds within the statement.
+    # One statement per lock: PostgreSQL does not promise to evaluate a select list in order,
+    # and the sorted order is what keeps two adds of one person from deadlocking.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(["pg_advisory_xact_lock(%s)"] * len(keys)), keys)
+        for key in keys:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 def _existing(

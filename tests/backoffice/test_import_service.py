@@ -213,14 +213,14 @@ def test_dry_run_across_batches_matches_the_import(owner, monkeypatch):
 
 def test_import_costs_a_fixed_number_of_statements_per_row(owner, django_assert_max_num_queries):
     """The 10,000-row figure in docs/benchmarks.md rests on this: per fresh row a savepoint,
-    the dedup locks in one statement (PostgreSQL), the match, three inserts and the release;
-    the business's settings are read once per batch, not per row."""
+    two dedup locks (PostgreSQL), the match, three inserts and the release; the business's
+    settings are read once per batch, not per row."""
     rows = 40
     lines = ["First Name,E-mail,Mobile"] + [
         f"Person{i},person{i}@example.com,+1415555{i:04d}" for i in range(rows)
     ]
     contacts_import(owner=owner, raw=csv_bytes("First Name,E-mail", "Warm,warm@example.com"))
-    per_row = 7 if connection.vendor == "postgresql" else 6  # SQLite takes no advisory locks
+    per_row = 8 if connection.vendor == "postgresql" else 6  # SQLite takes no advisory locks
     with django_assert_max_num_queries(per_row * rows + 4):
         report = contacts_import(owner=owner, raw=csv_bytes(*lines))
     assert report.scheduled == rows and report.errors == []
