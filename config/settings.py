@@ -316,6 +316,9 @@ OAUTH_PKCE_REQUIRED_CLIENTS = env.list("OAUTH_PKCE_REQUIRED_CLIENTS", default=[]
 # Seconds after a rotation in which the rotated refresh token, presented again by the same
 # client, gets a new pair in the same family instead of revoking it (parallel refreshes).
 OAUTH_REFRESH_GRACE_SECONDS = env.int("OAUTH_REFRESH_GRACE_SECONDS", default=60)
+# Seconds a validated access token lookup stays cached (oauth_provider/token_cache.py); any
+# revocation invalidates it at once, so this bounds only a cache-outage edge case. 0: off.
+OAUTH_TOKEN_CACHE_SECONDS = env.int("OAUTH_TOKEN_CACHE_SECONDS", default=60)
 OAUTH2_PROVIDER = {
     "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
