@@ -266,6 +266,11 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=90)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# Celery's Django fixup closes every database connection before and after every task unless
+# this is set: a new PostgreSQL connection (a backend process fork) per send. Connections are
+# instead recycled like web requests' (CONN_MAX_AGE, health checks: config/celery.py); the
+# fixup then closes a thread's connection only every 2 x this many task runs.
+CELERY_DB_REUSE_MAX = 10_000
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Beat re-reads its schedule at least this often (seconds).
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
