@@ -405,7 +405,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["write", "dispatcher"], default=None)
     parser.add_argument("--messages", type=int, default=20_000, help="dispatcher: due messages")
     parser.add_argument(
-        "--worker-concurrency", type=int, default=None, help="dispatcher: worker threads"
+        "--worker-concurrency",
+        type=int,
+        default=None,
+        help="dispatcher: send slots (threads) in all workers (default 24)",
+    )
+    parser.add_argument(
+        "--worker-processes",
+        type=int,
+        default=None,
+        help="dispatcher: worker processes sharing those threads (default 2)",
     )
     parser.add_argument(
         "--admin-database-url",

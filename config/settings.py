@@ -220,7 +220,7 @@ REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "rr",
             # A dead Redis must not hang requests: short socket timeouts, callers fail open.
