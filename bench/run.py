@@ -403,6 +403,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--web-workers", type=int, default=4)
     parser.add_argument("--only", choices=["write", "dispatcher"], default=None)
+    parser.add_argument(
+        "--skip-cache-off",
+        action="store_true",
+        help="write path: skip the extra L4 run with the token cache off",
+    )
     parser.add_argument("--messages", type=int, default=20_000, help="dispatcher: due messages")
     parser.add_argument(
         "--worker-concurrency",
@@ -452,8 +457,25 @@ def main(argv: list[str] | None = None) -> int:
                     env, base, seeded["token"], seeded["owner_id"], args
                 )
                 report["write_path"]["peak_rss_mb"] = [peak_rss_mb(p) for p in children(web.pid)]
+            if not args.skip_cache_off:
+                # The same endpoint with the token-lookup cache off: what the cache buys, in
+                # this run, on this machine (a second gunicorn, same settings otherwise).
+                uncached_env = {**env, "OAUTH_TOKEN_CACHE_SECONDS": "0"}
+                with process(web_cmd, uncached_env, var_dir / "web-uncached.log"):
+                    wait_http(f"{base}/healthz")
+                    uncached = measure(
+                        f"{base}/api/zapier/send-review-request",
+                        "write.lua",
+                        args,
+                        "L4 fresh, token cache off",
+                        BENCH_HEADERS=f"Authorization: Bearer {seeded['token']}",
+                    )
+                write = report["write_path"]
+                write["levels"].append(asdict(uncached))
+                l4 = write["levels"][2]["requests_per_s"]
+                write["ratios"]["L4 cached / L4 token cache off"] = l4 / uncached.requests_per_s
             ratio = report["write_path"]["ratios"]["L4/L2 (fresh)"]
-            paced = report["write_path"]["levels"][-1]
+            paced = report["write_path"]["levels"][4]
             report["targets"] += [
                 {
                     "name": "L4/L2 (fresh contacts)",
