@@ -6,9 +6,12 @@ One run, one machine, loopback only, against PostgreSQL and Redis:
   L1 a bare Django JSON view, L2 the same writes as one SQL statement, L4 the real
   ``POST /api/zapier/send-review-request`` (OAuth, rate limit, idempotency, dedup, message rows)
   with fresh contacts and with 30 % duplicates; then L4 at a fixed 80 % of its maximum rate for
-  latency; peak RSS of every gunicorn worker;
+  latency; L4 on a second gunicorn with the token cache off; peak RSS of every gunicorn worker;
 * dispatcher (``bench/dispatcher.py``): N due messages drained by the real beat + workers into
-  a fake provider on loopback.
+  a fake provider on loopback, a paced phase for lateness, and a drain with few enough send
+  slots that the CPU is not the limit.
+
+How to read the figures and what limits each one: ``docs/benchmarks.md``.
 
 Everything runs in a fresh database that is dropped afterwards. Prints a table and writes
 ``bench/results/<date>.json``. Targets are reported as met or missed, never asserted.
