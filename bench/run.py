@@ -6,9 +6,12 @@ One run, one machine, loopback only, against PostgreSQL and Redis:
   L1 a bare Django JSON view, L2 the same writes as one SQL statement, L4 the real
   ``POST /api/zapier/send-review-request`` (OAuth, rate limit, idempotency, dedup, message rows)
   with fresh contacts and with 30 % duplicates; then L4 at a fixed 80 % of its maximum rate for
-  latency; peak RSS of every gunicorn worker;
+  latency; L4 on a second gunicorn with the token cache off; peak RSS of every gunicorn worker;
 * dispatcher (``bench/dispatcher.py``): N due messages drained by the real beat + workers into
-  a fake provider on loopback.
+  a fake provider on loopback, a paced phase for lateness, and a drain with few enough send
+  slots that the CPU is not the limit.
+
+How to read the figures and what limits each one: ``docs/benchmarks.md``.
 
 Everything runs in a fresh database that is dropped afterwards. Prints a table and writes
 ``bench/results/<date>.json``. Targets are reported as met or missed, never asserted.
@@ -403,9 +406,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--web-workers", type=int, default=4)
     parser.add_argument("--only", choices=["write", "dispatcher"], default=None)
+    parser.add_argument(
+        "--skip-cache-off",
+        action="store_true",
+        help="write path: skip the extra L4 run with the token cache off",
+    )
     parser.add_argument("--messages", type=int, default=20_000, help="dispatcher: due messages")
     parser.add_argument(
-        "--worker-concurrency", type=int, default=None, help="dispatcher: worker threads"
+        "--worker-concurrency",
+        type=int,
+        default=None,
+        help="dispatcher: send slots (threads) in all workers (default 24)",
+    )
+    parser.add_argument(
+        "--worker-processes",
+        type=int,
+        default=None,
+        help="dispatcher: worker processes sharing those threads (default 2)",
     )
     parser.add_argument(
         "--admin-database-url",
@@ -443,8 +460,25 @@ def main(argv: list[str] | None = None) -> int:
                     env, base, seeded["token"], seeded["owner_id"], args
                 )
                 report["write_path"]["peak_rss_mb"] = [peak_rss_mb(p) for p in children(web.pid)]
+            if not args.skip_cache_off:
+                # The same endpoint with the token-lookup cache off: what the cache buys, in
+                # this run, on this machine (a second gunicorn, same settings otherwise).
+                uncached_env = {**env, "OAUTH_TOKEN_CACHE_SECONDS": "0"}
+                with process(web_cmd, uncached_env, var_dir / "web-uncached.log"):
+                    wait_http(f"{base}/healthz")
+                    uncached = measure(
+                        f"{base}/api/zapier/send-review-request",
+                        "write.lua",
+                        args,
+                        "L4 fresh, token cache off",
+                        BENCH_HEADERS=f"Authorization: Bearer {seeded['token']}",
+                    )
+                write = report["write_path"]
+                write["levels"].append(asdict(uncached))
+                l4 = write["levels"][2]["requests_per_s"]
+                write["ratios"]["L4 cached / L4 token cache off"] = l4 / uncached.requests_per_s
             ratio = report["write_path"]["ratios"]["L4/L2 (fresh)"]
-            paced = report["write_path"]["levels"][-1]
+            paced = report["write_path"]["levels"][4]
             report["targets"] += [
                 {
                     "name": "L4/L2 (fresh contacts)",

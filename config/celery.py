@@ -6,7 +6,7 @@ import os
 import time
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.signals import setup_logging, task_postrun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -23,6 +23,19 @@ def _use_django_logging(**kwargs) -> None:
     from django.conf import settings
 
     dictConfig(settings.LOGGING)
+
+
+@task_postrun.connect
+def _recycle_database_connections(task=None, **kwargs) -> None:
+    """After each task, what Django does after each request: close this thread's connections
+    that are broken or older than CONN_MAX_AGE, keep the rest (CELERY_DB_REUSE_MAX keeps
+    Celery's fixup from closing them all, which cost a new connection per task). Not for eager
+    runs (``task.apply()`` in the caller's thread, possibly inside its transaction)."""
+    if task is None or getattr(task.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 HEARTBEAT_CACHE_KEY = "heartbeat:worker"

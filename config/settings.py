@@ -220,7 +220,7 @@ REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "rr",
             # A dead Redis must not hang requests: short socket timeouts, callers fail open.
@@ -266,6 +266,11 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=90)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# Celery's Django fixup closes every database connection before and after every task unless
+# this is set: a new PostgreSQL connection (a backend process fork) per send. Connections are
+# instead recycled like web requests' (CONN_MAX_AGE, health checks: config/celery.py); the
+# fixup then closes a thread's connection only every 2 x this many task runs.
+CELERY_DB_REUSE_MAX = 10_000
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Beat re-reads its schedule at least this often (seconds).
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
@@ -316,6 +321,9 @@ OAUTH_PKCE_REQUIRED_CLIENTS = env.list("OAUTH_PKCE_REQUIRED_CLIENTS", default=[]
 # Seconds after a rotation in which the rotated refresh token, presented again by the same
 # client, gets a new pair in the same family instead of revoking it (parallel refreshes).
 OAUTH_REFRESH_GRACE_SECONDS = env.int("OAUTH_REFRESH_GRACE_SECONDS", default=60)
+# Seconds a validated access token lookup stays cached (oauth_provider/token_cache.py); any
+# revocation invalidates it at once, so this bounds only a cache-outage edge case. 0: off.
+OAUTH_TOKEN_CACHE_SECONDS = env.int("OAUTH_TOKEN_CACHE_SECONDS", default=60)
 OAUTH2_PROVIDER = {
     "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,

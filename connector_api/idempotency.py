@@ -3,8 +3,9 @@
 Automation platforms retry (Zapier's replay and Autoreplay run a create again hours later), so
 a client sends a key derived from its input, and we answer a repeat with the first response:
 
-* first request with a key: the key is claimed (row ``in_progress``) in its own committed
-  transaction, the work runs, and its response is stored (``done``);
+* first request with a key: the key is claimed (row ``in_progress``) by one committed
+  ``INSERT ... ON CONFLICT DO NOTHING`` statement, the work runs, and its response is stored
+  (``done``);
 * same key, same body (sha256 of the canonical JSON, so key order and whitespace do not
   matter): the stored status and body, with ``Idempotent-Replayed: true``;
 * same key, different body: 422 ``idempotency_key_reused``;
@@ -32,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection
 from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -110,29 +111,33 @@ def idempotency_key_claim(
 ) -> Claim:
     """Claim ``key`` for a new run, or return the stored response to replay.
 
-    Commits before returning (its own transaction), so concurrent requests see the claim.
+    Commits before returning (one autocommitted statement), so concurrent requests see the
+    claim.
     Raises ``ApiError`` 422 for a key reused with another body, 409 while the first runs.
     """
     now = now or timezone.now()
     for _ in range(2):
-        with transaction.atomic():
-            row, created = IdempotencyKey.objects.get_or_create(
-                owner=owner,
-                key=key,
-                defaults={
-                    "endpoint": endpoint,
-                    "fingerprint": fingerprint,
-                    "created_at": now,
-                    "locked_at": now,
-                },
-            )
-        if created:
-            return Claim(row)
+        claimed = _insert_claim(
+            owner=owner, key=key, endpoint=endpoint, fingerprint=fingerprint, now=now
+        )
+        if claimed is not None:
+            return Claim(claimed)
+        row = IdempotencyKey.objects.filter(owner=owner, key=key).first()
+        if row is None:
+            continue  # purged between the insert and this read: claim afresh
         if row.created_at <= now - ttl():
             # Expired but not purged yet: forget it and claim afresh.
             IdempotencyKey.objects.filter(pk=row.pk, created_at=row.created_at).delete()
             continue
         break
+    else:
+        # Twice in a row another request re-created the key between our statements.
+        raise ApiError(
+            409,
+            "idempotency_in_progress",
+            f"A request with this {HEADER} is still being processed. Retry in a few seconds.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if row.fingerprint != fingerprint:
         raise ApiError(
             422,
@@ -157,6 +162,43 @@ def idempotency_key_claim(
         f"A request with this {HEADER} is still being processed. Retry in a few seconds.",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
+
+
+def _insert_claim(
+    *, owner: User, key: str, endpoint: str, fingerprint: str, now: datetime
+) -> IdempotencyKey | None:
+    """The new claim, or None if (owner, key) exists: one statement, committed by itself
+    (autocommit), so a concurrent request with the same key sees it at once. One round trip
+    instead of a transaction with a SELECT, a savepoint and an INSERT."""
+    row = IdempotencyKey(
+        owner=owner,
+        key=key,
+        endpoint=endpoint,
+        fingerprint=fingerprint,
+        state=IdempotencyKey.State.IN_PROGRESS,
+        response_body="",
+        created_at=now,
+        locked_at=now,
+    )
+    names = ("owner", "key", "endpoint", "fingerprint", "state", "response_body", "created_at",
+             "locked_at")  # fmt: skip
+    fields = [IdempotencyKey._meta.get_field(name) for name in names]
+    qn = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {qn(IdempotencyKey._meta.db_table)} "
+        f"({', '.join(qn(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"ON CONFLICT ({qn('owner_id')}, {qn('key')}) DO NOTHING RETURNING {qn('id')}"
+    )
+    params = [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        inserted = cursor.fetchone()
+    if inserted is None:
+        return None
+    row.pk = inserted[0]
+    row._state.adding = False
+    return row
 
 
 def idempotency_key_complete(*, claim: IdempotencyKey, status: int, body: Any) -> None:

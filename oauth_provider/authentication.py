@@ -5,6 +5,10 @@ has one place to live: the token is taken from the ``Authorization`` header only
 query string or the body), looked up by its hash, must be unexpired and belong to an active
 owner, and each use is recorded on its connection (``services.connection_touch``).
 
+Lookups go through ``token_cache`` first: a token validated against the database is cached
+(by digest) for ``OAUTH_TOKEN_CACHE_SECONDS``, and any revocation or change of the token or its
+owner invalidates it before the revoking request answers, so the next request is refused.
+
 An invalid, expired or revoked token raises ``AuthenticationFailed``: 401
 ``{"error": "unauthorized", ...}`` with a ``WWW-Authenticate: Bearer`` challenge, which is what
 makes an automation platform refresh the token and retry (a 403 would not).
@@ -15,7 +19,7 @@ from __future__ import annotations
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication as DOTOAuth2Authentication
 from rest_framework.exceptions import AuthenticationFailed
 
-from . import services
+from . import services, token_cache
 
 
 class OAuth2Authentication(DOTOAuth2Authentication):
@@ -26,17 +30,21 @@ class OAuth2Authentication(DOTOAuth2Authentication):
             raise AuthenticationFailed(
                 "Access tokens are not accepted in the URL; send Authorization: Bearer <token>."
             )
-        scheme, _, _ = request.headers.get("Authorization", "").partition(" ")
+        scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return None  # no credentials: a view that needs them answers 401
-        # The plain Django request: the token is in a header, and DOT would otherwise make DRF
-        # parse the body before authentication (a body of the wrong type would answer 415).
-        result = super().authenticate(request._request)
+        state, result = token_cache.lookup(credentials.strip())
         if result is None:
-            error = getattr(request, "oauth2_error", None) or {}
-            raise AuthenticationFailed(
-                error.get("error_description") or "The access token is invalid or was revoked."
-            )
+            # The plain Django request: the token is in a header, and DOT would otherwise make
+            # DRF parse the body before authentication (a body of the wrong type would be 415).
+            result = super().authenticate(request._request)
+            if result is None:
+                error = getattr(request, "oauth2_error", None) or {}
+                raise AuthenticationFailed(
+                    error.get("error_description") or "The access token is invalid or was revoked."
+                )
+            if result[0].is_active:
+                token_cache.store(state, *result)
         user, access_token = result
         if not user.is_active:
             request.oauth2_error = {"error": "invalid_token"}

@@ -9,6 +9,8 @@ serialised and cannot deadlock.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 
 from django.core.cache import cache
@@ -119,12 +121,35 @@ def touch_gate_key(access_token: AbstractAccessToken) -> str:
     return f"oauth:touch:{access_token.token_checksum}"
 
 
+# Process-local first gate: token digest → monotonic time of this process's last touch.
+_touched: dict[str, float] = {}
+_touched_lock = threading.Lock()
+_TOUCHED_MAX = 10_000  # tokens remembered per process before the map is cleared
+
+
+def _touched_recently(digest: str) -> bool:
+    """True if this process recorded a use of the token less than the interval ago; else
+    remember now. Spares the cache round trip on nearly every request of a busy token."""
+    now = time.monotonic()
+    with _touched_lock:
+        last = _touched.get(digest)
+        if last is not None and now - last < TOUCH_INTERVAL_SECONDS:
+            return True
+        if len(_touched) >= _TOUCHED_MAX:
+            _touched.clear()
+        _touched[digest] = now
+    return False
+
+
 def connection_touch(*, access_token: AbstractAccessToken) -> None:
     """Record that ``access_token`` was just used, in one indexed UPDATE of its connection.
 
-    Gated to one write per token per second through the cache; if the cache is down the gate
-    fails open (the write happens), so ``last_used_at`` never goes stale because of it.
+    Gated to one write per token per second: first per process (no I/O), then across processes
+    through the cache; if the cache is down that gate fails open (the write happens), so
+    ``last_used_at`` never goes stale because of it.
     """
+    if _touched_recently(access_token.token_checksum):
+        return
     try:
         first = cache.add(touch_gate_key(access_token), 1, timeout=TOUCH_INTERVAL_SECONDS)
     except Exception:  # any cache backend failure: fail open

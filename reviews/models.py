@@ -200,12 +200,38 @@ class BusinessSettings(models.Model):
     def __str__(self) -> str:
         return f"Review settings of {self.owner}"
 
+    # Read on every API request and every send; changed rarely (the owner's settings page).
+    CACHE_SECONDS = 300
+
+    @classmethod
+    def cache_key(cls, owner_id) -> str:
+        return f"reviews:business-settings:{owner_id}"
+
     @classmethod
     def for_owner(cls, owner) -> BusinessSettings:
-        """The owner's settings, created with the defaults on first use."""
-        obj, _ = cls.objects.get_or_create(owner=owner)
+        """The owner's settings (read-only: save changes through ``business_settings_update``),
+        created with the defaults on first use.
+
+        Served from the cache when it has them: every save or delete invalidates the entry
+        (``reviews.receivers``) safely against concurrent readers (``config.versioned_cache``).
+        """
+        from config import versioned_cache
+
+        read = versioned_cache.read(cls.cache_key(owner.pk))
+        if read.value is not None:
+            obj = cls.from_db("default", list(read.value), list(read.value.values()))
+        else:
+            obj, _ = cls.objects.get_or_create(owner=owner)
+            values = {f.attname: getattr(obj, f.attname) for f in cls._meta.concrete_fields}
+            versioned_cache.write(read, values, timeout=cls.CACHE_SECONDS)
         obj.owner = owner  # spare a query for the time zone
         return obj
+
+    @classmethod
+    def invalidate_cached(cls, owner_id) -> None:
+        from config import versioned_cache
+
+        versioned_cache.invalidate([cls.cache_key(owner_id)], ttl=cls.CACHE_SECONDS)
 
     def clean(self) -> None:
         super().clean()

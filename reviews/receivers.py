@@ -1,4 +1,5 @@
-"""anymail's tracking and inbound signals → the reviews services (connected in apps.ready).
+"""anymail's tracking and inbound signals → the reviews services, and model signals → cache
+invalidation (connected in apps.ready).
 
 Receivers only translate the normalised event; the rules live in the services. An exception
 here makes anymail answer 400 and the ESP retry, so only unexpected errors propagate.
@@ -10,10 +11,11 @@ import logging
 import re
 
 from anymail.signals import inbound, tracking
+from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from . import services
-from .models import Contact
+from .models import BusinessSettings, Contact
 
 logger = logging.getLogger(__name__)
 
@@ -67,3 +69,10 @@ def email_inbound_unsubscribe(sender, event, esp_name, **kwargs) -> None:
         external_id=str(event.event_id or ""),
     )
     logger.info("mailto unsubscribe", extra={"esp": esp_name, "matched": contact is not None})
+
+
+@receiver(post_save, sender=BusinessSettings, dispatch_uid="business_settings_saved")
+@receiver(post_delete, sender=BusinessSettings, dispatch_uid="business_settings_deleted")
+def _business_settings_changed(sender, instance: BusinessSettings, **kwargs) -> None:
+    """Every save (the settings page, the admin) reaches ``for_owner``'s readers at once."""
+    BusinessSettings.invalidate_cached(instance.owner_id)

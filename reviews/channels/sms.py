@@ -15,6 +15,7 @@ from functools import lru_cache
 import requests
 from django.conf import settings
 from django.utils import timezone
+from requests.adapters import HTTPAdapter
 from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
@@ -161,12 +162,24 @@ class TwilioSms:
         return ProviderRecord(item.sid, str(item.status or ""), str(item.error_code or ""))
 
 
+# Connections kept per host; above the largest worker concurrency we run (bench: 24 threads).
+HTTP_POOL_SIZE = 32
+
+
 @lru_cache(maxsize=4)
 def _client(
     account_sid: str, auth_token: str, base_url: str, connect_timeout: float, read_timeout: float
 ) -> Client:
-    """One client per process and configuration, so its HTTP connections are reused."""
+    """One client per process and configuration, so its HTTP connections are reused.
+
+    The pool keeps up to ``HTTP_POOL_SIZE`` connections per host: twilio's default (cores + 4
+    for https, 10 for http) is below a threaded worker's concurrency, and every send beyond it
+    opened a new connection (a TLS handshake in production) and threw it away afterwards.
+    """
     http = TwilioHttpClient()
+    adapter = HTTPAdapter(pool_connections=1, pool_maxsize=HTTP_POOL_SIZE)
+    http.session.mount("https://", adapter)
+    http.session.mount("http://", adapter)
     # (connect, read): requests accepts a pair; the constructor only a single number.
     http.timeout = (connect_timeout, read_timeout)
     client = Client(account_sid, auth_token, http_client=http)

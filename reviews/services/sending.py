@@ -251,10 +251,15 @@ def _outgoing(message: Message, policy: BusinessSettings, address: str):
 
 def _blocked_reason(message: Message) -> str:
     """Why this claimed message must not go out after all; ``""`` when it may. Fresh reads."""
-    request = ReviewRequest.objects.only("status").get(pk=message.review_request_id)
+    # One query for both: the request's status and its contact's addresses and opt-outs.
+    request = (
+        ReviewRequest.objects.select_related("contact")
+        .only("status", "contact")
+        .get(pk=message.review_request_id)
+    )
     if not request.is_active:
         return f"not sent: the request ended ({request.status}) before it went out"
-    contact = Contact.objects.get(pk=message.review_request.contact_id)
+    contact = request.contact
     if not contact.address_for(message.channel):
         return f"not sent: the contact has no {_channel_name(message.channel)} address"
     if contact.opted_out_of(message.channel):
@@ -302,6 +307,17 @@ def lock_request_of(message_id: str) -> None:
     )
 
 
+def _locked_request_of(message_id: str) -> ReviewRequest | None:
+    """``lock_request_of`` that also loads the request with its contact and owner (one query),
+    ready for ``advance(..., locked=True)``. Only the request row is locked."""
+    return (
+        ReviewRequest.objects.select_for_update(of=("self",))
+        .select_related("contact", "owner")
+        .filter(messages__pk=message_id)
+        .first()
+    )
+
+
 def _recordable(message_id: str, attempt: int):
     return Message.objects.filter(pk=message_id, attempts=attempt, status__in=_RECORDABLE)
 
@@ -309,7 +325,7 @@ def _recordable(message_id: str, attempt: int):
 def record_sent(*, message_id: str, attempt: int, sent: Sent, to_address: str) -> str:
     now = timezone.now()
     with transaction.atomic():
-        lock_request_of(message_id)
+        request = _locked_request_of(message_id)
         updated = _recordable(message_id, attempt).update(
             status=Message.Status.SENT,
             sent_at=now,
@@ -330,8 +346,8 @@ def record_sent(*, message_id: str, attempt: int, sent: Sent, to_address: str) -
                 extra={"message_id": message_id, "current": list(current)},
             )
             return SendResult.SENT
-        message = Message.objects.select_related("review_request").get(pk=message_id)
-        after_sent(message, at=now)
+        # The request locked and loaded above: no second read of it or of the message.
+        _request_sent(request, at=now)
     return SendResult.SENT
 
 
@@ -465,7 +481,16 @@ def record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
 
 def after_sent(message: Message, *, at: datetime) -> None:
     """In the transaction that moved ``message`` to sent: update its request, plan the next."""
-    request = ReviewRequest.objects.select_for_update().get(pk=message.review_request_id)
+    request = (
+        ReviewRequest.objects.select_for_update(of=("self",))
+        .select_related("contact", "owner")
+        .get(pk=message.review_request_id)
+    )
+    _request_sent(request, at=at)
+
+
+def _request_sent(request: ReviewRequest, *, at: datetime) -> None:
+    """``after_sent`` for a request already locked and loaded with its contact and owner."""
     if request.status in (ReviewRequest.Status.SCHEDULED, ReviewRequest.Status.SENDING):
         request.save(update_fields=request.transition(ReviewRequest.Status.SENT, at=at))
     elif request.sent_at is None:
@@ -473,23 +498,35 @@ def after_sent(message: Message, *, at: datetime) -> None:
         # still reached the contact, which the cooldown must know.
         request.sent_at = at
         request.save(update_fields=["sent_at", "updated_at"])
-    advance(request, cause=ReviewRequest.Status.SENT, at=at)
+    advance(request, cause=ReviewRequest.Status.SENT, at=at, locked=True)
 
 
 def advance(
-    request: ReviewRequest, *, cause: str, at: datetime, bad_channel: str | None = None
+    request: ReviewRequest,
+    *,
+    cause: str,
+    at: datetime,
+    bad_channel: str | None = None,
+    locked: bool = False,
 ) -> None:
     """Decide what comes next for an active request; call inside a transaction.
 
     ``cause`` is what just happened (``sent``, ``failed``, ``opted_out``, ``cancelled``): it
     names the ending when nothing is left. ``bad_channel``: a permanent failure on this channel
     cancels the request's other unsent messages on it (the address does not work).
+    ``locked``: ``request`` was just selected for update in this transaction, with its contact
+    and owner (the send path), so it is not read again.
     """
-    request = (
-        ReviewRequest.objects.select_for_update()
-        .select_related("contact", "owner")
-        .get(pk=request.pk)
-    )
+    # Only the request row: locking the joined owner would serialise every send of a business
+    # on its user row, and the contact would invert the opt-out's lock order (contact, then
+    # request). An opt-out that commits after this read waits for the request lock, then runs
+    # ``advance`` itself with the fresh contact.
+    if not locked:
+        request = (
+            ReviewRequest.objects.select_for_update(of=("self",))
+            .select_related("contact", "owner")
+            .get(pk=request.pk)
+        )
     if not request.is_active:
         return
     contact = request.contact

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from reviews.models import BusinessSettings, Contact, ReviewRequest
 from tests.support.oauth import issue_tokens
@@ -287,47 +290,74 @@ def test_get_is_405(api):
 
 
 # Counted on PostgreSQL inside the test transaction, where each atomic block adds a SAVEPOINT
-# and a RELEASE (in production those are one BEGIN/COMMIT and are not counted).
+# and a RELEASE (in production those are one BEGIN/COMMIT and are not counted). "Warm" is the
+# steady state of a busy connection: the token and the business settings come from the cache,
+# and last_used_at was written less than a second ago. The benchmark (docs/benchmarks.md)
+# measures these paths; a budget that grows here shows up there as lost throughput.
 
 
-def test_adding_a_new_contact_stays_within_its_query_budget(
-    api, now, django_assert_max_num_queries
-):
+@contextmanager
+def assert_max_queries(budget: int, *, sqlite_extra: int = 0):
+    """At most ``budget`` statements on PostgreSQL, not counting the rate limiter's own counter
+    (a statement only in the embedded default, without Redis). On SQLite new rows go in as one
+    INSERT per model (no data-modifying CTEs; no advisory lock either): ``sqlite_extra``."""
+    if connection.vendor == "sqlite":
+        budget += sqlite_extra
+    with CaptureQueriesContext(connection) as captured:
+        yield
+    queries = [
+        q["sql"]
+        for q in captured.captured_queries
+        if "connector_api_ratelimitcounter" not in q["sql"]
+    ]
+    assert len(queries) <= budget, "\n".join([f"{len(queries)} > {budget} queries:", *queries])
+
+
+@pytest.fixture
+def warm(api, now):
+    """One request first: caches the token and the settings, and opens the touch gate."""
     BusinessSettings.for_owner(api.owner)
-    # token, last_used_at, settings, savepoint, 2 advisory locks, matching contacts (FOR
-    # UPDATE), contact, request and messages inserts, release
-    with django_assert_max_num_queries(11):
+    assert post(api, {"email": "warm-up@example.com"}).status_code == 201
+    return api
+
+
+def test_adding_a_new_contact_stays_within_its_query_budget(api, now):
+    BusinessSettings.for_owner(api.owner)
+    # cold: token, last_used_at, settings, savepoint, 2 advisory locks, matching contacts (FOR
+    # UPDATE), one insert of contact, request and messages, release
+    with assert_max_queries(9):
         response = post(api, {"email": "jane@example.com", "mobile_phone_number": "4155552671"})
     assert response.status_code == 201
 
 
-def test_a_duplicate_stays_within_its_query_budget(api, now, django_assert_max_num_queries):
-    post(api, {"email": "jane@example.com", "mobile_phone_number": "4155552671"})
-    # token, last_used_at (when the once-a-second gate lets it through), settings, savepoint,
-    # advisory lock, matching contact, update, blocking request, release
-    with django_assert_max_num_queries(9):
-        response = post(api, {"email": "jane@example.com", "first_name": "Jane"})
-    assert response.status_code == 200
-
-
-def test_a_new_contact_with_an_idempotency_key_stays_within_its_query_budget(
-    api, now, django_assert_max_num_queries
-):
-    BusinessSettings.for_owner(api.owner)
-    # the 10 above (one advisory lock), plus claiming the key (select, insert and two
-    # savepoint pairs) and storing the response
-    with django_assert_max_num_queries(17):
-        response = post(api, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+def test_a_warm_new_contact_needs_no_token_settings_or_touch_query(warm):
+    # savepoint, advisory lock, matching contacts, one insert (contact, request, messages),
+    # release
+    with assert_max_queries(5, sqlite_extra=1):
+        response = post(warm, {"email": "jane@example.com"})
     assert response.status_code == 201
 
 
-def test_an_idempotent_replay_stays_within_its_query_budget(
-    api, now, django_assert_max_num_queries
-):
-    post(api, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
-    # token, last_used_at (gated), savepoint, stored response, release
-    with django_assert_max_num_queries(5):
-        response = post(api, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+def test_a_duplicate_stays_within_its_query_budget(warm):
+    post(warm, {"email": "jane@example.com", "mobile_phone_number": "4155552671"})
+    # savepoint, advisory lock, matching contact, update, blocking request, release
+    with assert_max_queries(6):
+        response = post(warm, {"email": "jane@example.com", "first_name": "Jane"})
+    assert response.status_code == 200
+
+
+def test_a_new_contact_with_an_idempotency_key_stays_within_its_query_budget(warm):
+    # the 5 above, plus claiming the key (one INSERT ... ON CONFLICT) and storing the response
+    with assert_max_queries(7, sqlite_extra=1):
+        response = post(warm, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response.status_code == 201
+
+
+def test_an_idempotent_replay_stays_within_its_query_budget(warm):
+    post(warm, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
+    # the claim's INSERT (a conflict) and reading the stored response
+    with assert_max_queries(2):
+        response = post(warm, {"email": "jane@example.com"}, HTTP_IDEMPOTENCY_KEY="k-1")
     assert response["Idempotent-Replayed"] == "true"
 
 

@@ -232,3 +232,25 @@ def test_a_misconfigured_channel_is_retried_later_not_marked_unknown(business, s
     assert dispatch_and_send() == ["retry"]
     first = step(request, 0)
     assert (first.status, first.last_error_code) == ("pending", "channel_configuration")
+
+
+# --- query budget ---------------------------------------------------------------------------------
+
+
+def test_sending_an_sms_stays_within_its_query_budget(
+    business, twilio, django_assert_max_num_queries
+):
+    """The send path's statements (the dispatcher benchmark's CPU per message follows them).
+
+    Claim: the message and, for step 0, its request. Prepare: the message with its request,
+    contact and owner; its address; the owner's template; the fresh pre-send read of the
+    request's status and the contact. Record (one transaction, a savepoint pair here): the
+    request locked and loaded, the message sent, the request sent, its messages locked, the
+    follow-up planned. The business settings come from the cache.
+    """
+    sms_request(business)
+    assert dispatch_and_send() == ["sent"]  # warms the settings cache
+    sms_request(business)
+    (message_id,) = dispatch_due().claimed
+    with django_assert_max_num_queries(13):
+        assert send_message(message_id=message_id) == "sent"

@@ -275,6 +275,9 @@ class FakeProviders:
 def _handler_for(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body leave in separate writes; with Nagle on, the body waits for the
+        # client's delayed ACK (40 ms on Linux) and every call took latency + 40 ms.
+        disable_nagle_algorithm = True
 
         def log_message(self, format, *args) -> None:  # quiet
             pass

@@ -1,0 +1,67 @@
+"""BusinessSettings.for_owner is read from the cache, and every save reaches it at once."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from config import versioned_cache
+from reviews.models import BusinessSettings
+from reviews.services import business_settings_update
+
+pytestmark = pytest.mark.django_db
+
+
+def settings_queries(queries) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "reviews_businesssettings" in q["sql"]]
+
+
+def test_for_owner_reads_the_database_once_then_the_cache(owner):
+    BusinessSettings.objects.create(owner=owner)
+    BusinessSettings.for_owner(owner)
+    with CaptureQueriesContext(connection) as queries:
+        policy = BusinessSettings.for_owner(owner)
+    assert settings_queries(queries) == []
+    assert policy.owner is owner
+    assert policy.cooldown_days == BusinessSettings.objects.get(owner=owner).cooldown_days
+
+
+def test_for_owner_sees_an_update_through_the_service_at_once(owner):
+    BusinessSettings.for_owner(owner)
+    business_settings_update(owner=owner, changes={"cooldown_days": 7})
+    assert BusinessSettings.for_owner(owner).cooldown_days == 7
+
+
+def test_for_owner_sees_a_plain_save_at_once(owner):
+    policy = BusinessSettings.for_owner(owner)
+    row = BusinessSettings.objects.get(pk=policy.pk)
+    row.follow_up_offsets_hours = [24]
+    row.save()
+    assert BusinessSettings.for_owner(owner).follow_up_offsets_hours == [24]
+
+
+def test_for_owner_never_serves_a_row_read_before_a_concurrent_save(owner):
+    BusinessSettings.for_owner(owner)
+    key = BusinessSettings.cache_key(owner.pk)
+    versioned_cache.invalidate([key], ttl=BusinessSettings.CACHE_SECONDS)
+    state = versioned_cache.read(key)  # a reader misses and loads the old row...
+    old = {f.attname: getattr(o, f.attname) for o in [BusinessSettings.objects.get(owner=owner)]
+           for f in BusinessSettings._meta.concrete_fields}  # fmt: skip
+    business_settings_update(owner=owner, changes={"cooldown_days": 9})  # ...the save commits...
+    versioned_cache.write(state, old, timeout=60)  # ...and the reader writes late
+    assert BusinessSettings.for_owner(owner).cooldown_days == 9
+
+
+def test_for_owner_works_with_the_cache_down(owner, monkeypatch):
+    class DownCache:
+        def __getattr__(self, name):
+            def fail(*args, **kwargs):
+                raise ConnectionError("cache unreachable")
+
+            return fail
+
+    monkeypatch.setattr(versioned_cache, "cache", DownCache())
+    assert BusinessSettings.for_owner(owner).owner_id == owner.pk
+    business_settings_update(owner=owner, changes={"cooldown_days": 5})
+    assert BusinessSettings.for_owner(owner).cooldown_days == 5
