@@ -105,6 +105,9 @@ def service_env(database_url: str, redis_url: str, var_dir: Path, port: int, arg
         PORT=str(port),
         SITE_URL=f"http://127.0.0.1:{port}",
         WEB_CONCURRENCY=str(args.web_workers),
+        # Worker recycling (a leak guard: a fork plus Django's start, about a second) would land
+        # inside measured windows as p99 spikes; every other gunicorn setting is the Procfile's.
+        WEB_MAX_REQUESTS="0",
         # The limiter runs on every request, but a single bench user must not hit 429.
         RATE_LIMIT_PER_HOUR=str(10**9),
         LOG_LEVEL="WARNING",
