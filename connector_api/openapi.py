@@ -120,7 +120,17 @@ def _contact_field_schema(spec: ContactField) -> dict[str, Any]:
     elif spec.kind == FieldKind.OBJECT:
         schema = {"type": "object", "additionalProperties": True}
     elif spec.kind == FieldKind.PHONE:
-        schema = {"type": "string", "maxLength": spec.max_length}
+        schema = {
+            "oneOf": [
+                {"type": "string", "maxLength": spec.max_length},
+                {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Digits sent as a JSON number (as spreadsheets and "
+                    "automation platforms do): read as the same digits written as text.",
+                },
+            ],
+        }
     else:
         schema = {"type": "string", "maxLength": spec.max_length}
     schema["nullable"] = True

@@ -249,6 +249,12 @@ def normalize_phone(value: Any, default_region: str) -> str:
     an SMS cannot use one. Idempotent: ``normalize_phone(e164, any_region) == e164``.
     """
     if isinstance(value, int) and not isinstance(value, bool):
+        # A JSON number (spreadsheets and automation platforms send digits as numbers): its
+        # digits, and only its digits; phonenumbers would skip a minus sign as punctuation.
+        if value < 0:
+            raise ValidationError(
+                "Is not a valid phone number (a negative number).", code="invalid"
+            )
         value = str(value)
     text = clean_text(value, MAX_PHONE_INPUT_LENGTH)
     if not text:

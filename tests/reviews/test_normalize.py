@@ -118,6 +118,12 @@ def test_a_json_number_is_read_as_digits():
     assert normalize_phone(4155552671, "US") == "+14155552671"
 
 
+def test_a_negative_json_number_is_not_a_phone_number():
+    # phonenumbers skips the minus sign as punctuation: -4155552671 must not become a number.
+    with pytest.raises(ValidationError, match="not a valid phone number"):
+        normalize_phone(-4155552671, "US")
+
+
 @pytest.mark.parametrize("value", ["+12001230101", "555-1234", "hello", "+1", "12345678901234"])
 def test_possible_but_invalid_numbers_are_rejected(value):
     with pytest.raises(ValidationError, match="not a valid phone number"):
