@@ -302,6 +302,10 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
 
 # --- The OAuth endpoints (django-oauth-toolkit views) ------------------------------------------
 
+# Form parameters may hold any character but NUL, which PostgreSQL cannot compare: a NUL in a
+# parameter or in HTTP Basic credentials is 400 invalid_request.
+NO_NUL = "^[^\\u0000]*$"
+
 _OAUTH_SCHEMAS: dict[str, Any] = {
     "OAuthError": {
         "type": "object",
@@ -324,20 +328,31 @@ _OAUTH_SCHEMAS: dict[str, Any] = {
         "sends them) or in an HTTP Basic `Authorization` header.",
         "properties": {
             "grant_type": {"type": "string", "enum": ["authorization_code", "refresh_token"]},
-            "client_id": {"type": "string"},
-            "client_secret": {"type": "string"},
-            "code": {"type": "string", "description": "For `authorization_code`."},
+            "client_id": {"type": "string", "pattern": NO_NUL},
+            "client_secret": {"type": "string", "pattern": NO_NUL},
+            "code": {
+                "type": "string",
+                "pattern": NO_NUL,
+                "description": "For `authorization_code`.",
+            },
             "redirect_uri": {
                 "type": "string",
+                "pattern": NO_NUL,
                 "description": "For `authorization_code`: as in the authorize request.",
             },
             "code_verifier": {
                 "type": "string",
+                "pattern": NO_NUL,
                 "description": "PKCE verifier, when the authorize request had a challenge.",
             },
-            "refresh_token": {"type": "string", "description": "For `refresh_token`."},
+            "refresh_token": {
+                "type": "string",
+                "pattern": NO_NUL,
+                "description": "For `refresh_token`.",
+            },
             "scope": {
                 "type": "string",
+                "pattern": NO_NUL,
                 "description": "For `refresh_token`: narrow the scope (never widen it).",
             },
         },
@@ -361,10 +376,10 @@ _OAUTH_SCHEMAS: dict[str, Any] = {
         "type": "object",
         "description": "RFC 7009. Client credentials in the body or HTTP Basic.",
         "properties": {
-            "token": {"type": "string", "minLength": 1},
+            "token": {"type": "string", "minLength": 1, "pattern": NO_NUL},
             "token_type_hint": {"type": "string", "enum": ["access_token", "refresh_token"]},
-            "client_id": {"type": "string"},
-            "client_secret": {"type": "string"},
+            "client_id": {"type": "string", "pattern": NO_NUL},
+            "client_secret": {"type": "string", "pattern": NO_NUL},
         },
         "required": ["token"],
     },

@@ -6,12 +6,15 @@ and ``services``. Each view receives the ``platform`` slug from the URL.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import resolve_url
@@ -212,12 +215,58 @@ class OAuthClientEndpoint:
                 status=415,
                 headers={"Cache-Control": "no-store"},
             )
+        if _carries_nul(request):
+            # PostgreSQL cannot compare a string holding NUL: the lookup would fail as a 500.
+            return JsonResponse(
+                {
+                    "error": "invalid_request",
+                    "error_description": "Parameters and credentials must not contain NUL "
+                    "characters.",
+                },
+                status=400,
+                headers={"Cache-Control": "no-store"},
+            )
         response = super().dispatch(request, *args, **kwargs)
         if response.status_code >= 400 and response.get("Content-Type", "").startswith(
             "application/json"
         ):
             _describe_oauth_error(response)
         return response
+
+
+# What the token and revocation endpoints read; other parameters are ignored (RFC 6749 §3.2).
+_OAUTH_PARAMETERS = (
+    "grant_type",
+    "client_id",
+    "client_secret",
+    "code",
+    "redirect_uri",
+    "code_verifier",
+    "refresh_token",
+    "scope",
+    "token",
+    "token_type_hint",
+)
+
+
+def _carries_nul(request: HttpRequest) -> bool:
+    """Whether a parameter the endpoints read, or the HTTP Basic credentials, hold a NUL."""
+    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            decoded = ""  # malformed: DOT answers invalid_client
+        if "\x00" in unquote_plus(decoded):
+            return True
+    if request.method != "POST":
+        return False
+    try:
+        return any(
+            "\x00" in value for name in _OAUTH_PARAMETERS for value in request.POST.getlist(name)
+        )
+    except (RequestDataTooBig, SuspiciousOperation):
+        return False  # the view answers 413/400 when it reads the body
 
 
 def _describe_oauth_error(response: HttpResponse) -> None:

@@ -178,18 +178,7 @@ class _ReadOnlyInline:
 class BusinessSettingsInline(_ReadOnlyInline, admin.StackedInline):
     model = BusinessSettings
     verbose_name_plural = "review settings (edit them on their own page)"
-    fields = (
-        "initial_channel",
-        "default_delay_hours",
-        "follow_up_offsets_hours",
-        "follow_up_other_channel",
-        "cooldown_days",
-        "send_window_start",
-        "send_window_end",
-        "send_window_applies_to",
-        "sender_name",
-        "postal_address",
-    )
+    fields = POLICY_FIELDS
     readonly_fields = fields
 
 

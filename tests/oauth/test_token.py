@@ -12,7 +12,7 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 
 from oauth_provider.models import Connection, RedeemedCode, token_digest
 from oauth_provider.validators import Grant
-from tests.oauth.conftest import TOKEN, basic_auth, pkce_pair, post_form
+from tests.oauth.conftest import REVOKE_TOKEN, TOKEN, basic_auth, pkce_pair, post_form
 from tests.support.oauth import CLIENT_SECRET, REDIRECT_URI, make_application
 
 pytestmark = pytest.mark.django_db
@@ -307,3 +307,29 @@ def test_no_credential_reaches_the_logs_even_at_debug_level(flow, caplog):
     logged = caplog.text + " ".join(str(r.__dict__) for r in caplog.records)
     for secret in (code, verifier, CLIENT_SECRET, tokens["access_token"], tokens["refresh_token"]):
         assert secret not in logged
+
+
+@pytest.mark.parametrize("path", [TOKEN, REVOKE_TOKEN])
+@pytest.mark.parametrize("where", ["client_id", "token", "basic"])
+def test_a_nul_character_is_invalid_request_not_a_server_error(flow, path, where):
+    # Found by the schemathesis fuzzer: PostgreSQL refuses to compare strings holding NUL, so
+    # the client lookup answered 500.
+    data = {
+        "grant_type": "authorization_code",
+        "code": flow.code(),
+        "redirect_uri": REDIRECT_URI,
+        "client_id": flow.application.client_id,
+        "client_secret": CLIENT_SECRET,
+        "token": "abc",
+    }
+    extra = {}
+    if where == "basic":
+        extra["HTTP_AUTHORIZATION"] = basic_auth("lc\x00k", CLIENT_SECRET)
+        del data["client_id"], data["client_secret"]
+    else:
+        data[where] = data[where] + "\x00"
+    response = post_form(flow.server, path, data, **extra)
+    body = assert_oauth_error(response, 400, "invalid_request")
+    assert "NUL" in body["error_description"]
+    assert response["Cache-Control"] == "no-store"
+    assert not AccessToken.objects.exists()
