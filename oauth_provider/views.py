@@ -166,14 +166,23 @@ class TransientFaultsAs503:
             logger.warning(
                 "oauth endpoint unavailable: %s", type(exc).__name__, extra={"path": request.path}
             )
-            return JsonResponse(
-                {
-                    "error": "temporarily_unavailable",
-                    "error_description": "The server is briefly unavailable; retry shortly.",
-                },
-                status=503,
-                headers={"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"},
+            return oauth_error(
+                503,
+                "temporarily_unavailable",
+                "The server is briefly unavailable; retry shortly.",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
+
+
+def oauth_error(
+    status: int, error: str, description: str, *, headers: dict[str, str] | None = None
+) -> JsonResponse:
+    """An error of the OAuth endpoints in the API's shape, never cached (RFC 6749 §5.1)."""
+    return JsonResponse(
+        {"error": error, "error_description": description},
+        status=status,
+        headers={**(headers or {}), "Cache-Control": "no-store"},
+    )
 
 
 # oauthlib leaves error_description out of some errors (invalid_client, for one); the API's error
@@ -206,25 +215,18 @@ class OAuthClientEndpoint:
             "",
             "application/x-www-form-urlencoded",
         ):
-            return JsonResponse(
-                {
-                    "error": "unsupported_media_type",
-                    "error_description": "Send the parameters form-encoded, with Content-Type: "
-                    "application/x-www-form-urlencoded.",
-                },
-                status=415,
-                headers={"Cache-Control": "no-store"},
+            return oauth_error(
+                415,
+                "unsupported_media_type",
+                "Send the parameters form-encoded, with Content-Type: "
+                "application/x-www-form-urlencoded.",
             )
         if _carries_nul(request):
             # PostgreSQL cannot compare a string holding NUL: the lookup would fail as a 500.
-            return JsonResponse(
-                {
-                    "error": "invalid_request",
-                    "error_description": "Parameters and credentials must not contain NUL "
-                    "characters.",
-                },
-                status=400,
-                headers={"Cache-Control": "no-store"},
+            return oauth_error(
+                400,
+                "invalid_request",
+                "Parameters and credentials must not contain NUL characters.",
             )
         response = super().dispatch(request, *args, **kwargs)
         if response.status_code >= 400 and response.get("Content-Type", "").startswith(

@@ -123,6 +123,7 @@ class BusinessSettingsAdmin(admin.ModelAdmin):
         "send_window_applies_to",
         "default_delay_hours",
     )
+    list_select_related = ("owner",)
     search_fields = ("owner__email", "owner__business_name")
     raw_id_fields = ("owner",)
     readonly_fields = ("created_at", "updated_at")
@@ -219,6 +220,7 @@ class BusinessAdmin(UserAdmin):
 @admin.register(ReviewSite)
 class ReviewSiteAdmin(admin.ModelAdmin):
     list_display = ("label", "kind", "url", "owner", "position")
+    list_select_related = ("owner",)
     list_filter = ("kind",)
     search_fields = ("label", "url", "owner__email", "owner__business_name")
     raw_id_fields = ("owner",)
@@ -243,6 +245,7 @@ class MessageTemplateAdmin(admin.ModelAdmin):
 
     form = _TemplateForm
     list_display = ("owner", "channel", "step", "subject", "segments")
+    list_select_related = ("owner",)
     list_filter = ("channel", "step")
     search_fields = ("owner__email", "owner__business_name", "body")
     raw_id_fields = ("owner",)
@@ -779,6 +782,7 @@ class OptOutEventAdmin(_ReadOnlyAdmin):
     """The consent audit: read-only, kept OPT_OUT_AUDIT_RETENTION_DAYS."""
 
     list_display = ("created_at", "owner", "channel", "action", "source", "address")
+    list_select_related = ("owner",)
     list_filter = ("channel", "action", "source")
     search_fields = ("address", "owner__email", "raw_text")
     date_hierarchy = "created_at"

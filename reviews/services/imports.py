@@ -312,8 +312,11 @@ def _repeats_earlier_batch(report: ImportReport, number: int, data: dict[str, An
     """Dry run: whether this row's person was in an earlier (rolled-back) batch; if so it is
     reported as the import would answer it (the contact updated, no second request)."""
     clean = clean_contact_input(data, default_region=report.owner.default_region)
-    keys = [f"e:{clean.email_normalized}" if clean.email_normalized else "", f"p:{clean.phone}"]
-    keys = [key for key in keys if key and key != "p:"]
+    keys = [
+        f"{kind}:{value}"
+        for kind, value in (("e", clean.email_normalized), ("p", clean.phone))
+        if value
+    ]
     earlier = next((report.seen[key] for key in keys if key in report.seen), None)
     for key in keys:
         report.batch_seen.setdefault(key, number)

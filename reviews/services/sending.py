@@ -293,29 +293,16 @@ def _with_db_retry(step: Callable[[], T], *, seconds: float = 30.0) -> T:
 # --- recording outcomes ---------------------------------------------------------------------------
 
 
-def lock_request_of(message_id: str) -> None:
+def lock_request_of(message_id: str, *, load: bool = False) -> ReviewRequest | None:
     """Lock a message's request before the message itself (call inside a transaction).
 
     Every transaction that changes a message and its request takes the request first (clicks,
     opt-outs and ``advance`` lock the request, then its messages), so two of them can never
-    wait for each other in opposite orders.
+    wait for each other in opposite orders. Only the request row is locked. ``load``: return
+    the request with its contact and owner (same query), ready for ``advance(..., locked=True)``.
     """
-    list(
-        ReviewRequest.objects.select_for_update(of=("self",))
-        .filter(messages__pk=message_id)
-        .only("pk")
-    )
-
-
-def _locked_request_of(message_id: str) -> ReviewRequest | None:
-    """``lock_request_of`` that also loads the request with its contact and owner (one query),
-    ready for ``advance(..., locked=True)``. Only the request row is locked."""
-    return (
-        ReviewRequest.objects.select_for_update(of=("self",))
-        .select_related("contact", "owner")
-        .filter(messages__pk=message_id)
-        .first()
-    )
+    requests = ReviewRequest.objects.select_for_update(of=("self",)).filter(messages__pk=message_id)
+    return (requests.select_related("contact", "owner") if load else requests.only("pk")).first()
 
 
 def _recordable(message_id: str, attempt: int):
@@ -325,7 +312,7 @@ def _recordable(message_id: str, attempt: int):
 def record_sent(*, message_id: str, attempt: int, sent: Sent, to_address: str) -> str:
     now = timezone.now()
     with transaction.atomic():
-        request = _locked_request_of(message_id)
+        request = lock_request_of(message_id, load=True)
         updated = _recordable(message_id, attempt).update(
             status=Message.Status.SENT,
             sent_at=now,

@@ -132,8 +132,10 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
     """
     now = timezone.now()
     with transaction.atomic():
+        # Only the request row, as the send path does (``advance``): locking the joined
+        # contact would invert the opt-out's lock order (contact, then request).
         request = (
-            ReviewRequest.objects.select_for_update()
+            ReviewRequest.objects.select_for_update(of=("self",))
             .select_related("contact", "owner")
             .get(pk=review_request.pk)
         )

@@ -18,15 +18,10 @@ from reviews.models import (
     OptOutEvent,
     ReviewRequest,
 )
-from reviews.services import add_contact
 from tests.factories import UserFactory
+from tests.support.portal_data import add_request
 
 pytestmark = pytest.mark.django_db
-
-
-def add(owner, **data):
-    data.setdefault("first_name", "Jane")
-    return add_contact(owner=owner, data=data).review_request
 
 
 def action(client, model, name, ids, **extra):
@@ -41,8 +36,8 @@ def action(client, model, name, ids, **extra):
 
 
 def test_cancel_action_ends_requests_through_the_service(staff, business):
-    active = add(business, email="a@example.com", delay_hours=5)
-    ended = add(business, email="b@example.com", delay_hours=5)
+    active = add_request(business, email="a@example.com", delay_hours=5)
+    ended = add_request(business, email="b@example.com", delay_hours=5)
     ended.status, ended.ended_at = ReviewRequest.Status.COMPLETED, timezone.now()
     ended.save()
     page = action(staff, "reviewrequest", "cancel_requests", [active.pk, ended.pk])
@@ -55,8 +50,8 @@ def test_cancel_action_ends_requests_through_the_service(staff, business):
 
 
 def test_send_now_action_reports_refusals(staff, business):
-    later = add(business, email="a@example.com", delay_hours=24)
-    opted = add(business, email="b@example.com", delay_hours=24)
+    later = add_request(business, email="a@example.com", delay_hours=24)
+    opted = add_request(business, email="b@example.com", delay_hours=24)
     Contact.objects.filter(pk=opted.contact_id).update(email_opted_out_at=timezone.now())
     html = action(staff, "reviewrequest", "send_now", [later.pk, opted.pk]).content.decode()
     assert "Due now (a worker sends them shortly): 1." in html
@@ -66,11 +61,11 @@ def test_send_now_action_reports_refusals(staff, business):
 
 
 def test_resend_action_resends_a_failed_message_and_refuses_an_unknown_sms(staff, business):
-    failed = add(business, email="a@example.com", delay_hours=0)
+    failed = add_request(business, email="a@example.com", delay_hours=0)
     Message.objects.filter(review_request=failed, step=0).update(
         status=Message.Status.FAILED, last_error="bounced"
     )
-    unknown = add(business, mobile_phone_number="+14155552671", delay_hours=0)
+    unknown = add_request(business, mobile_phone_number="+14155552671", delay_hours=0)
     Message.objects.filter(review_request=unknown, step=0).update(status=Message.Status.UNKNOWN)
     html = action(staff, "reviewrequest", "resend_failed", [failed.pk, unknown.pk]).content
     html = html.decode()
@@ -81,7 +76,7 @@ def test_resend_action_resends_a_failed_message_and_refuses_an_unknown_sms(staff
 
 
 def test_forced_resend_of_an_unknown_sms_asks_first(staff, business):
-    unknown = add(business, mobile_phone_number="+14155552671", delay_hours=0)
+    unknown = add_request(business, mobile_phone_number="+14155552671", delay_hours=0)
     message = unknown.messages.get(step=0)
     Message.objects.filter(pk=message.pk).update(status=Message.Status.UNKNOWN)
     page = action(staff, "message", "resend_forced", [message.pk])
@@ -100,7 +95,7 @@ def test_staff_without_change_permission_get_no_actions(business):
     viewer.user_permissions.add(Permission.objects.get(codename="view_reviewrequest"))
     client = Client()
     client.force_login(viewer)
-    request = add(business, email="a@example.com", delay_hours=5)
+    request = add_request(business, email="a@example.com", delay_hours=5)
     page = client.get("/admin/reviews/reviewrequest/")
     assert page.status_code == 200 and b"cancel_requests" not in page.content
     client.post(
@@ -113,7 +108,7 @@ def test_staff_without_change_permission_get_no_actions(business):
 
 
 def test_a_request_page_shows_its_timeline_and_every_message(staff, business):
-    request = add(business, email="a@example.com", delay_hours=0)
+    request = add_request(business, email="a@example.com", delay_hours=0)
     Message.objects.filter(review_request=request, step=0).update(
         status=Message.Status.FAILED,
         failed_at=timezone.now(),
@@ -130,8 +125,8 @@ def test_a_request_page_shows_its_timeline_and_every_message(staff, business):
 
 def test_requests_filter_by_status_and_owner(staff, business):
     other = UserFactory(business_name="Other Co")
-    add(business, email="mine@example.com", first_name="Minnie", delay_hours=1)
-    add(other, email="theirs@example.com", first_name="Theodore", delay_hours=1)
+    add_request(business, email="mine@example.com", first_name="Minnie", delay_hours=1)
+    add_request(other, email="theirs@example.com", first_name="Theodore", delay_hours=1)
     page = staff.get("/admin/reviews/reviewrequest/", {"owner__id__exact": str(business.pk)})
     html = page.content.decode()
     assert "Minnie" in html and "Theodore" not in html
@@ -143,8 +138,8 @@ def test_requests_filter_by_status_and_owner(staff, business):
 
 
 def test_contacts_search_by_phone_written_any_way_and_filter_opted_out(staff, business):
-    add(business, mobile_phone_number="+14155552671", first_name="Phoebe")
-    add(business, email="olive@example.com", first_name="Olive")
+    add_request(business, mobile_phone_number="+14155552671", first_name="Phoebe")
+    add_request(business, email="olive@example.com", first_name="Olive")
     Contact.objects.filter(first_name="Olive").update(email_opted_out_at=timezone.now())
     found = staff.get("/admin/reviews/contact/", {"q": "(415) 555-2671"}).content.decode()
     assert "Phoebe" in found and "Olive" not in found
@@ -291,11 +286,11 @@ def test_dashboard_counts_per_day_rate_failures_and_opt_outs(staff, business):
     other = UserFactory(business_name="Other Co")
     BusinessSettings.objects.create(owner=other)
     now = timezone.now()
-    sent = add(business, email="a@example.com", delay_hours=0)
+    sent = add_request(business, email="a@example.com", delay_hours=0)
     ReviewRequest.objects.filter(pk=sent.pk).update(
         status="clicked", sent_at=now, clicked_at=now, ended_at=now
     )
-    failed = add(business, email="b@example.com", delay_hours=0)
+    failed = add_request(business, email="b@example.com", delay_hours=0)
     ReviewRequest.objects.filter(pk=failed.pk).update(sent_at=now)
     Message.objects.filter(review_request=failed, step=0).update(
         status="failed", failed_at=now, last_error_code="bounced", last_error="Hard bounce"
@@ -307,7 +302,7 @@ def test_dashboard_counts_per_day_rate_failures_and_opt_outs(staff, business):
         source=Contact.OptOutSource.SMS_REPLY,
         address="+14155552671",
     )
-    add(other, email="c@example.com", delay_hours=0)
+    add_request(other, email="c@example.com", delay_hours=0)
 
     page = staff.get("/admin/reviews/reviewrequest/dashboard/", {"owner": str(business.pk)})
     html = page.content.decode()

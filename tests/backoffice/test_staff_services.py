@@ -10,19 +10,14 @@ from django.utils import timezone
 from reviews.models import BusinessSettings, Message, ReviewRequest
 from reviews.services import (
     SendNowRefused,
-    add_contact,
     dispatch_due,
     review_request_cancel,
     review_request_send_now,
     send_message,
 )
+from tests.support.portal_data import add_request
 
 pytestmark = pytest.mark.django_db
-
-
-def add(owner, **data):
-    data.setdefault("first_name", "Jane")
-    return add_contact(owner=owner, data=data).review_request
 
 
 def dispatch_and_send() -> list[str]:
@@ -30,7 +25,7 @@ def dispatch_and_send() -> list[str]:
 
 
 def test_send_now_makes_a_delayed_first_message_due_and_it_goes_out(business):
-    request = add(business, email="jane@example.com", delay_hours=48)
+    request = add_request(business, email="jane@example.com", delay_hours=48)
     assert dispatch_and_send() == []
     message = review_request_send_now(review_request=request)
     assert message.step == 0 and message.due_at <= timezone.now()
@@ -42,7 +37,7 @@ def test_send_now_makes_a_delayed_first_message_due_and_it_goes_out(business):
 
 
 def test_send_now_brings_the_next_follow_up_forward(business):
-    request = add(business, email="jane@example.com", delay_hours=0)
+    request = add_request(business, email="jane@example.com", delay_hours=0)
     assert dispatch_and_send() == ["sent"]
     follow_up = request.messages.get(step=1)
     assert follow_up.status == Message.Status.PENDING and follow_up.due_at > timezone.now()
@@ -51,14 +46,14 @@ def test_send_now_brings_the_next_follow_up_forward(business):
 
 
 def test_send_now_refuses_when_nothing_is_waiting(business):
-    request = add(business, email="jane@example.com", delay_hours=0)
+    request = add_request(business, email="jane@example.com", delay_hours=0)
     dispatch_due()  # the first message is queued for a worker
     with pytest.raises(SendNowRefused, match="already on its way"):
         review_request_send_now(review_request=request)
 
 
 def test_send_now_refuses_an_opted_out_contact(business):
-    request = add(business, email="jane@example.com", delay_hours=24)
+    request = add_request(business, email="jane@example.com", delay_hours=24)
     request.contact.email_opted_out_at = timezone.now()
     request.contact.save()
     with pytest.raises(SendNowRefused, match="opted out of e-mail"):
@@ -67,7 +62,7 @@ def test_send_now_refuses_an_opted_out_contact(business):
 
 
 def test_send_now_refuses_an_ended_request(business):
-    request = add(business, email="jane@example.com", delay_hours=24)
+    request = add_request(business, email="jane@example.com", delay_hours=24)
     review_request_cancel(review_request=request)
     with pytest.raises(SendNowRefused, match="ended"):
         review_request_send_now(review_request=request)
@@ -81,7 +76,7 @@ def test_send_now_never_overrides_quiet_hours(business, time_machine):
     )
     # 14:00 in San Francisco: an SMS may go; the contact wants it in 2 days.
     time_machine.move_to(datetime(2025, 3, 4, 22, 0, tzinfo=UTC), tick=False)
-    request = add(business, mobile_phone_number="+14155552671", delay_hours=48)
+    request = add_request(business, mobile_phone_number="+14155552671", delay_hours=48)
     # 23:30 in San Francisco: quiet hours.
     time_machine.move_to(datetime(2025, 3, 5, 7, 30, tzinfo=UTC), tick=False)
     with pytest.raises(SendNowRefused, match=r"Quiet hours.*America/Los_Angeles.*16:00 UTC"):
@@ -91,7 +86,7 @@ def test_send_now_never_overrides_quiet_hours(business, time_machine):
 
 
 def test_cancel_ends_the_request_and_cancels_every_unsent_message(business):
-    request = add(business, email="jane@example.com", delay_hours=0)
+    request = add_request(business, email="jane@example.com", delay_hours=0)
     dispatch_due()  # step 0 queued: the send task has not claimed it yet
     review_request_cancel(review_request=request, detail="by staff")
     request.refresh_from_db()
@@ -102,7 +97,7 @@ def test_cancel_ends_the_request_and_cancels_every_unsent_message(business):
 
 
 def test_cancel_is_idempotent(business):
-    request = add(business, email="jane@example.com", delay_hours=1)
+    request = add_request(business, email="jane@example.com", delay_hours=1)
     first = review_request_cancel(review_request=request)
     ended_at = first.ended_at
     again = review_request_cancel(review_request=request)

@@ -16,6 +16,7 @@ from config import versioned_cache
 from oauth_provider import services, token_cache
 from oauth_provider.models import Connection, token_digest
 from tests.oauth.test_revoke import revoke, rfc7009
+from tests.support.cache import DownCache
 from tests.support.oauth import issue_tokens
 
 pytestmark = pytest.mark.django_db
@@ -177,13 +178,6 @@ def test_token_cache_revocation_inside_a_transaction_bumps_again_after_commit(
 
 def test_token_cache_down_falls_back_to_the_database(flow, monkeypatch):
     tokens = flow.connect()
-
-    class DownCache:
-        def __getattr__(self, name):
-            def fail(*args, **kwargs):
-                raise ConnectionError("cache unreachable")
-
-            return fail
 
     monkeypatch.setattr(versioned_cache, "cache", DownCache())
     assert me(flow, tokens.access_token).status_code == 200

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from config import versioned_cache
 from reviews.models import BusinessSettings
 from reviews.services import business_settings_update
+from tests.support.cache import DownCache
 
 pytestmark = pytest.mark.django_db
 
@@ -54,13 +55,6 @@ def test_for_owner_never_serves_a_row_read_before_a_concurrent_save(owner):
 
 
 def test_for_owner_works_with_the_cache_down(owner, monkeypatch):
-    class DownCache:
-        def __getattr__(self, name):
-            def fail(*args, **kwargs):
-                raise ConnectionError("cache unreachable")
-
-            return fail
-
     monkeypatch.setattr(versioned_cache, "cache", DownCache())
     assert BusinessSettings.for_owner(owner).owner_id == owner.pk
     business_settings_update(owner=owner, changes={"cooldown_days": 5})
