@@ -8,6 +8,13 @@ statement, a chain of data-modifying CTEs (foreign keys are checked at the end o
 statement, so a request may reference a contact inserted beside it). Elsewhere (SQLite, the
 embedded default), one ``bulk_create`` per model.
 
+Each model's rows travel as ONE parameter, a JSON array of objects that PostgreSQL turns into
+rows with ``jsonb_populate_recordset(NULL::<table>, ...)`` (each value goes through the
+column type's own input function, exactly as a text literal would). The statement's text is
+then the same for every request of one shape, short and with a handful of parameters, so
+psycopg converts it once and caches it, instead of splitting a ~100-placeholder query and
+quoting every value on every request (a third of this function's cost before).
+
 Like ``save()``, each field's ``pre_save`` runs (``auto_now``/``auto_now_add``) and every value
 is converted by its field; unlike it, no model signal is sent (none is connected to these
 models: ``add_contact`` is their only creator of this kind).
@@ -15,9 +22,16 @@ models: ``add_contact`` is their only creator of this kind).
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
+import functools
+import json
+import uuid
 from collections.abc import Sequence
+from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connections, models
+from psycopg.types.json import Json, Jsonb
 
 
 def insert_together(*groups: Sequence[models.Model]) -> None:
@@ -29,31 +43,98 @@ def insert_together(*groups: Sequence[models.Model]) -> None:
         for obj in rows:
             if obj.pk is None:
                 raise ValueError(f"{obj!r} needs its primary key set before the insert")
+    connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql":
         for rows in groups:
             type(rows[0]).objects.bulk_create(rows)
         return
-    qn = connection.ops.quote_name
-    statements: list[str] = []
-    params: list = []
-    for rows in groups:
-        meta = type(rows[0])._meta
-        fields = list(meta.concrete_fields)
-        placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        for obj in rows:
-            params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-        statements.append(
-            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-            f"VALUES {', '.join([placeholders] * len(rows))}"
-        )
-    *ctes, last = statements
-    sql = "".join(
-        ("WITH " if n == 0 else ", ") + f"{qn(f'insert_{n}')} AS ({cte})"
-        for n, cte in enumerate(ctes)
-    )
+    params = [
+        json.dumps([_row_json(obj, connection) for obj in rows], separators=(",", ":"))
+        for rows in groups
+    ]
     with connection.cursor() as cursor:
-        cursor.execute(f"{sql} {last}".strip(), params)
+        cursor.execute(_statement(tuple(type(rows[0]) for rows in groups)), params)
     for rows in groups:
         for obj in rows:
             obj._state.adding = False
             obj._state.db = connection.alias
+
+
+@functools.cache
+def _statement(models_in_order: tuple[type[models.Model], ...]) -> str:
+    """``WITH insert_0 AS (INSERT ...), ... INSERT ...``: one ``%s`` (a JSON array) per model."""
+    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    inserts = []
+    for model in models_in_order:
+        table = qn(model._meta.db_table)
+        columns = ", ".join(qn(f.column) for f in model._meta.concrete_fields)
+        inserts.append(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} "
+            f"FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb)"
+        )
+    *ctes, last = inserts
+    head = "".join(
+        ("WITH " if n == 0 else ", ") + f"{qn(f'insert_{n}')} AS ({cte})"
+        for n, cte in enumerate(ctes)
+    )
+    return f"{head} {last}".strip()
+
+
+def _row_json(obj: models.Model, connection) -> dict[str, Any]:
+    row = {}
+    for column, field, kind in _columns(type(obj)):
+        value = field.pre_save(obj, True)
+        # The common case per kind, where the field's own conversion would return the value
+        # unchanged; anything else goes through the field.
+        if kind is _Kind.TEXT and type(value) is str:
+            row[column] = value
+        elif kind is _Kind.UUID and type(value) is uuid.UUID:
+            row[column] = str(value)
+        elif kind is _Kind.DATETIME and type(value) is dt.datetime and value.tzinfo is not None:
+            row[column] = value.isoformat()
+        else:
+            row[column] = _json_value(field.get_db_prep_save(value, connection))
+    return row
+
+
+class _Kind(enum.Enum):
+    TEXT = "text"  # CharField, EmailField, TextField: a str is stored as it is
+    UUID = "uuid"  # UUIDField, or a ForeignKey to one: a UUID is stored as its text
+    DATETIME = "datetime"  # DateTimeField: an aware datetime is stored as it is
+    OTHER = "other"
+
+
+@functools.cache
+def _columns(model: type[models.Model]) -> tuple[tuple[str, models.Field, _Kind], ...]:
+    """(column, field, kind) of each concrete field, in ``_meta`` order."""
+    text = (models.CharField, models.EmailField, models.TextField)
+    columns = []
+    for field in model._meta.concrete_fields:
+        target = field.target_field if isinstance(field, models.ForeignKey) else field
+        if type(target) in text:
+            kind = _Kind.TEXT
+        elif type(target) is models.UUIDField:
+            kind = _Kind.UUID
+        elif type(target) is models.DateTimeField:
+            kind = _Kind.DATETIME
+        else:
+            kind = _Kind.OTHER
+        columns.append((field.column, field, kind))
+    return tuple(columns)
+
+
+def _json_value(value: Any) -> Any:
+    """A database-ready value as JSON that the column's input function reads back unchanged."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()  # microseconds and the UTC offset included
+    if isinstance(value, dt.timedelta):
+        # ISO 8601 with designators; days may be negative, seconds and microseconds are not.
+        return f"P{value.days}DT{value.seconds}.{value.microseconds:06d}S"
+    if isinstance(value, (Json, Jsonb)):
+        # A JSONField value: its own encoder decides how it is written, then it is nested as is.
+        return json.loads((value.dumps or json.dumps)(value.obj))
+    raise TypeError(f"insert_together cannot pass a {type(value).__name__} through JSON")
