@@ -84,9 +84,16 @@ def _row_json(obj: models.Model, connection) -> dict[str, Any]:
     row = {}
     for column, field, kind in _columns(type(obj)):
         value = field.pre_save(obj, True)
-        # The common case per kind, where the field's own conversion would return the value
-        # unchanged; anything else goes through the field.
-        if kind is _Kind.TEXT and type(value) is str:
+        # The common cases, where the field's own conversion would return the value unchanged
+        # (None is NULL for every kind but OTHER: a JSONField's None is its own business);
+        # anything else goes through the field.
+        if kind is _Kind.OTHER:
+            row[column] = _json_value(field.get_db_prep_save(value, connection))
+        elif value is None:
+            row[column] = None
+        elif kind is _Kind.TEXT and type(value) is str:
+            row[column] = value
+        elif kind is _Kind.INTEGER and type(value) is int:
             row[column] = value
         elif kind is _Kind.UUID and type(value) is uuid.UUID:
             row[column] = str(value)
@@ -101,6 +108,7 @@ class _Kind(enum.Enum):
     TEXT = "text"  # CharField, EmailField, TextField: a str is stored as it is
     UUID = "uuid"  # UUIDField, or a ForeignKey to one: a UUID is stored as its text
     DATETIME = "datetime"  # DateTimeField: an aware datetime is stored as it is
+    INTEGER = "integer"  # the integer fields: an int is stored as it is
     OTHER = "other"
 
 
@@ -108,6 +116,8 @@ class _Kind(enum.Enum):
 def _columns(model: type[models.Model]) -> tuple[tuple[str, models.Field, _Kind], ...]:
     """(column, field, kind) of each concrete field, in ``_meta`` order."""
     text = (models.CharField, models.EmailField, models.TextField)
+    integers = (models.IntegerField, models.PositiveSmallIntegerField, models.SmallIntegerField,
+                models.PositiveIntegerField, models.BigIntegerField)  # fmt: skip
     columns = []
     for field in model._meta.concrete_fields:
         target = field.target_field if isinstance(field, models.ForeignKey) else field
@@ -117,6 +127,8 @@ def _columns(model: type[models.Model]) -> tuple[tuple[str, models.Field, _Kind]
             kind = _Kind.UUID
         elif type(target) is models.DateTimeField:
             kind = _Kind.DATETIME
+        elif type(target) in integers:
+            kind = _Kind.INTEGER
         else:
             kind = _Kind.OTHER
         columns.append((field.column, field, kind))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -35,7 +36,36 @@ def contacts_matching(
     if phone:
         params.append(phone)
     sql = _matching_sql(bool(email_normalized), bool(phone), for_update)
-    return list(Contact.objects.raw(sql, params))
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    attnames, converters = _contact_loading(db.vendor)
+    contacts = []
+    for row in rows:
+        values = list(row)
+        for position, functions, column in converters:
+            for convert in functions:
+                values[position] = convert(values[position], column, db)
+        contacts.append(Contact.from_db(db.alias, attnames, values))
+    return contacts
+
+
+@functools.cache
+def _contact_loading(vendor: str) -> tuple[list[str], list[tuple[int, list, Any]]]:
+    """What the ORM does to a selected row: each column's database and field converters (as
+    ``SQLCompiler.apply_converters``), and the attribute names for ``Model.from_db``."""
+    db = connections[DEFAULT_DB_ALIAS]
+    fields = Contact._meta.concrete_fields
+    converters = []
+    for position, field in enumerate(fields):
+        column = field.get_col(Contact._meta.db_table)
+        functions = db.ops.get_db_converters(column) + column.get_db_converters(db)
+        if functions:
+            converters.append((position, functions, column))
+    return [field.attname for field in fields], converters
 
 
 @functools.cache
