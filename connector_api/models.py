@@ -19,8 +19,13 @@ class IdempotencyKey(models.Model):
         IN_PROGRESS = "in_progress", "In progress"
         DONE = "done", "Done"
 
+    # No index of its own: the unique (owner, key) constraint's index serves owner lookups, and
+    # every API write inserts a row here (one index less to maintain per request).
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_keys"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="idempotency_keys",
+        db_index=False,
     )
     key = models.CharField(max_length=255)
     endpoint = models.CharField(max_length=100)
