@@ -89,11 +89,7 @@ def _row_json(obj: models.Model, connection) -> dict[str, Any]:
         # anything else goes through the field.
         if kind is _Kind.OTHER:
             row[column] = _json_value(field.get_db_prep_save(value, connection))
-        elif value is None:
-            row[column] = None
-        elif kind is _Kind.TEXT and type(value) is str:
-            row[column] = value
-        elif kind is _Kind.INTEGER and type(value) is int:
+        elif value is None or (kind, type(value)) in _STORED_AS_IS:
             row[column] = value
         elif kind is _Kind.UUID and type(value) is uuid.UUID:
             row[column] = str(value)
@@ -110,6 +106,9 @@ class _Kind(enum.Enum):
     DATETIME = "datetime"  # DateTimeField: an aware datetime is stored as it is
     INTEGER = "integer"  # the integer fields: an int is stored as it is
     OTHER = "other"
+
+
+_STORED_AS_IS = frozenset({(_Kind.TEXT, str), (_Kind.INTEGER, int)})
 
 
 @functools.cache
