@@ -112,7 +112,7 @@ class AddContactResult:
 def add_contact(
     *,
     owner: User,
-    data: Mapping[str, Any],
+    data: Mapping[str, Any] | ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
 ) -> AddContactResult:
@@ -137,10 +137,16 @@ def add_contact(
     runs once more and finds the winner's rows. SQLite serialises writers by itself
     (``BEGIN IMMEDIATE``).
 
+    ``data`` may also be a ``ContactInput`` already parsed by ``clean_contact_input`` (with the
+    owner's default region), so that a caller that validated first does not parse twice.
+
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
     import reads them once per batch instead of once per row).
     """
-    clean = clean_contact_input(data, default_region=owner.default_region)
+    if isinstance(data, ContactInput):
+        clean = data  # parsed by the caller (the API's input serializer)
+    else:
+        clean = clean_contact_input(data, default_region=owner.default_region)
     if policy is None:
         policy = BusinessSettings.for_owner(owner)
     try:
