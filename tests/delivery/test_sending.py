@@ -242,15 +242,16 @@ def test_sending_an_sms_stays_within_its_query_budget(
 ):
     """The send path's statements (the dispatcher benchmark's CPU per message follows them).
 
-    Claim: the message and, for step 0, its request. Prepare: the message with its request,
-    contact and owner; its address; the owner's template; the fresh pre-send read of the
-    request's status and the contact. Record (one transaction, a savepoint pair here): the
-    request locked and loaded, the message sent, the request sent, its messages locked, the
-    follow-up planned. The business settings come from the cache.
+    Claim: the message. Prepare: the message with its request, contact and owner (read after
+    the claim, it is also the pre-send check of the request's status and the contact's
+    opt-outs); the request moved to sending (step 0); the address; the owner's template.
+    Record (one transaction, a savepoint pair here): the request locked and loaded by its id,
+    the message sent, its messages locked, the follow-up planned, the request sent. The
+    business settings come from the cache.
     """
     sms_request(business)
     assert dispatch_and_send() == ["sent"]  # warms the settings cache
     sms_request(business)
     (message_id,) = dispatch_due().claimed
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(12):
         assert send_message(message_id=message_id) == "sent"
