@@ -2,14 +2,16 @@
 
 ``send_message`` is what a send task runs. Its contract (ARCHITECTURE.md, data flow step 4):
 
-1. Claim the row ``queued → sending`` with a conditional UPDATE (``attempts + 1``). Zero rows:
-   another worker claimed it, it was cancelled, or this is a redelivered task whose first run
-   already claimed it: return without doing anything. This is what makes ``acks_late`` with
-   ``reject_on_worker_lost`` safe: the database, not the broker, decides whether a send happens.
-2. Load the claimed row with its request, contact and owner in one query, read after the
-   claim: it is also the pre-send check of the contact's opt-outs and the request's status (an
-   opt-out, click or cancel that landed after the dispatcher queued the row stops it). A first
-   step moves its request ``scheduled → sending``. Render.
+1. Claim the row ``queued → sending`` with a conditional UPDATE (``attempts + 1``, the
+   address captured). Zero rows: another worker claimed it, it was cancelled, or this is a
+   redelivered task whose first run already claimed it: return without doing anything. This is
+   what makes ``acks_late`` with ``reject_on_worker_lost`` safe: the database, not the broker,
+   decides whether a send happens. One short transaction (one commit before the call): read
+   the row with its request, contact and owner; move a first step's request ``scheduled →
+   sending``; claim. The request is written before the message, the lock order of every
+   transaction that changes both.
+2. Check what that read found (it is the pre-send check: an opt-out, click or cancel that
+   landed after the dispatcher queued the row stops it), and render.
 3. Call the channel outside any transaction.
 4. Record the outcome in one short transaction, guarded by the attempt number the claim gave
    (a late outcome never overwrites a later attempt): provider id → ``sent`` (and the next
@@ -88,10 +90,11 @@ def send_message(*, message_id: str) -> str:
     too: if a lost connection had committed it, the retry finds nothing to claim and the lease
     deals with the row); the provider call never is.
     """
-    if not _with_db_retry(lambda: _claim(message_id)):
+    message = _with_db_retry(lambda: _claim(message_id))
+    if message is None:
         return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
-    prepared = _with_db_retry(lambda: _prepare(message_id))
-    attempt = prepared.message.attempts
+    prepared = _with_db_retry(lambda: _prepare(message))
+    attempt = message.attempts
     if prepared.render_error:
         _with_db_retry(
             lambda: record_failure(
@@ -177,17 +180,52 @@ def send_message(*, message_id: str) -> str:
     return SendResult.SENT
 
 
-def _claim(message_id: str) -> bool:
-    """``queued → sending``; one row or none (0 rows: another worker got it, or it was
-    cancelled)."""
+def _claim(message_id: str) -> Message | None:
+    """``queued → sending``: the claimed row with its request, contact and owner, or ``None``
+    (another worker got it, it was cancelled, or it is gone).
+
+    One transaction, so the claim and what comes with it cost one commit: the read, the first
+    step's request ``scheduled → sending`` (conditional, before the message: request, then
+    message, like every transaction that changes both), the claim.
+    """
     now = timezone.now()
-    claimed = Message.objects.filter(pk=message_id, status=Message.Status.QUEUED).update(
-        status=Message.Status.SENDING,
-        sending_at=now,
-        updated_at=now,
-        attempts=F("attempts") + 1,
-    )
-    return claimed == 1
+    with transaction.atomic():
+        message = (
+            Message.objects.select_related("review_request__contact", "review_request__owner")
+            .filter(pk=message_id)
+            .first()
+        )
+        if message is None or message.status != Message.Status.QUEUED:
+            return None  # a redelivered task, or a row already cancelled: nothing to do
+        request = message.review_request
+        if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
+            ReviewRequest.objects.filter(
+                pk=request.pk, status=ReviewRequest.Status.SCHEDULED
+            ).update(
+                status=ReviewRequest.Status.SENDING,
+                sending_at=Coalesce(F("sending_at"), Value(now)),
+                updated_at=now,
+            )
+        # Captured before the call: reconciling an unknown outcome looks the address up.
+        address = request.contact.address_for(message.channel)
+        # ``attempts`` as read: if another run claimed the row since (and it came back to
+        # queued), this run is the stale one; the row's queued lease re-dispatches it.
+        claimed = Message.objects.filter(
+            pk=message_id, status=Message.Status.QUEUED, attempts=message.attempts
+        ).update(
+            status=Message.Status.SENDING,
+            sending_at=now,
+            updated_at=now,
+            attempts=message.attempts + 1,
+            to_address=address,
+        )
+        if claimed != 1:
+            transaction.set_rollback(True)  # the request's update too
+            return None
+    message.status, message.sending_at, message.updated_at = Message.Status.SENDING, now, now
+    message.attempts += 1
+    message.to_address = address
+    return message
 
 
 @dataclass
@@ -198,31 +236,16 @@ class _Prepared:
     blocked: str = ""
 
 
-def _prepare(message_id: str) -> _Prepared:
-    """Load the claimed row (a fresh read, after the claim), render it, and check that it may
-    go out."""
-    message = Message.objects.select_related(
-        "review_request__contact", "review_request__owner"
-    ).get(pk=message_id)
-    request = message.review_request
+def _prepare(message: Message) -> _Prepared:
+    """Render the claimed row and check that it may go out."""
     prepared = _Prepared(message=message)
-    if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
-        ReviewRequest.objects.filter(pk=request.pk, status=ReviewRequest.Status.SCHEDULED).update(
-            status=ReviewRequest.Status.SENDING,
-            sending_at=Coalesce(F("sending_at"), Value(message.sending_at)),
-            updated_at=message.sending_at,
-        )
-    policy = BusinessSettings.for_owner(request.owner)
-    address = request.contact.address_for(message.channel)
-    if message.to_address != address:
-        # Captured before the call: reconciling an unknown outcome looks the address up.
-        Message.objects.filter(pk=message.pk, attempts=message.attempts).update(to_address=address)
+    policy = BusinessSettings.for_owner(message.review_request.owner)
     try:
-        prepared.outgoing = _outgoing(message, policy, address)
+        prepared.outgoing = _outgoing(message, policy, message.to_address)
     except (DatabaseError, InterfaceError):
         raise
     except Exception as exc:  # a broken template or default file: nothing was sent
-        logger.exception("message could not be rendered", extra={"message_id": message_id})
+        logger.exception("message could not be rendered", extra={"message_id": str(message.pk)})
         prepared.render_error = str(exc) or repr(exc)
         return prepared
     prepared.blocked = _blocked_reason(message)
@@ -252,9 +275,9 @@ def _outgoing(message: Message, policy: BusinessSettings, address: str):
 
 def _blocked_reason(message: Message) -> str:
     """Why this claimed message must not go out after all; ``""`` when it may. ``message`` was
-    read with its request and contact after the claim: an opt-out, click or cancel committed
-    since the dispatcher queued it is seen here (one committed during the provider call cannot
-    stop that call, whatever is read before it)."""
+    read with its request and contact by the claim's transaction: an opt-out, click or cancel
+    committed since the dispatcher queued it is seen here (one committed during the provider
+    call cannot stop that call, whatever is read before it)."""
     request = message.review_request
     if not request.is_active:
         return f"not sent: the request ended ({request.status}) before it went out"
