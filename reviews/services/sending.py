@@ -190,12 +190,13 @@ def _claim(message_id: str) -> Message | None:
     """
     now = timezone.now()
     with transaction.atomic():
-        message = (
-            Message.objects.select_related("review_request__contact", "review_request__owner")
-            .filter(pk=message_id)
-            .first()
-        )
-        if message is None or message.status != Message.Status.QUEUED:
+        try:
+            message = Message.objects.select_related(
+                "review_request__contact", "review_request__owner"
+            ).get(pk=message_id)
+        except Message.DoesNotExist:
+            return None
+        if message.status != Message.Status.QUEUED:
             return None  # a redelivered task, or a row already cancelled: nothing to do
         request = message.review_request
         if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
