@@ -180,6 +180,13 @@ def _client(
     adapter = HTTPAdapter(pool_connections=1, pool_maxsize=HTTP_POOL_SIZE)
     http.session.mount("https://", adapter)
     http.session.mount("http://", adapter)
+    # The environment's proxies and CA bundle (``HTTPS_PROXY``, ``NO_PROXY``,
+    # ``REQUESTS_CA_BUNDLE``...) read once here instead of on every send: requests scans the
+    # whole environment for them per request, a sixth of a send's CPU in the SDK.
+    found = http.session.merge_environment_settings(base_url, {}, None, None, None)
+    http.proxy = found["proxies"]
+    http.session.verify = found["verify"]
+    http.session.trust_env = False
     # (connect, read): requests accepts a pair; the constructor only a single number.
     http.timeout = (connect_timeout, read_timeout)
     client = Client(account_sid, auth_token, http_client=http)

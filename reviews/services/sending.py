@@ -2,12 +2,16 @@
 
 ``send_message`` is what a send task runs. Its contract (ARCHITECTURE.md, data flow step 4):
 
-1. Claim the row ``queued → sending`` with a conditional UPDATE (``attempts + 1``). Zero rows:
-   another worker claimed it, it was cancelled, or this is a redelivered task whose first run
-   already claimed it: return without doing anything. This is what makes ``acks_late`` with
-   ``reject_on_worker_lost`` safe: the database, not the broker, decides whether a send happens.
-2. Render the message, then re-read the contact's opt-outs and the request's status right
-   before the provider call: an opt-out, click or cancel that landed after the claim stops it.
+1. Claim the row ``queued → sending`` with a conditional UPDATE (``attempts + 1``, the
+   address captured). Zero rows: another worker claimed it, it was cancelled, or this is a
+   redelivered task whose first run already claimed it: return without doing anything. This is
+   what makes ``acks_late`` with ``reject_on_worker_lost`` safe: the database, not the broker,
+   decides whether a send happens. One short transaction (one commit before the call): read
+   the row with its request, contact and owner; move a first step's request ``scheduled →
+   sending``; claim. The request is written before the message, the lock order of every
+   transaction that changes both.
+2. Check what that read found (it is the pre-send check: an opt-out, click or cancel that
+   landed after the dispatcher queued the row stops it), and render.
 3. Call the channel outside any transaction.
 4. Record the outcome in one short transaction, guarded by the attempt number the claim gave
    (a late outcome never overwrites a later attempt): provider id → ``sent`` (and the next
@@ -27,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -86,10 +90,11 @@ def send_message(*, message_id: str) -> str:
     too: if a lost connection had committed it, the retry finds nothing to claim and the lease
     deals with the row); the provider call never is.
     """
-    if not _with_db_retry(lambda: _claim(message_id)):
+    message = _with_db_retry(lambda: _claim(message_id))
+    if message is None:
         return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
-    prepared = _with_db_retry(lambda: _prepare(message_id))
-    attempt = prepared.message.attempts
+    prepared = _with_db_retry(lambda: _prepare(message))
+    attempt = message.attempts
     if prepared.render_error:
         _with_db_retry(
             lambda: record_failure(
@@ -166,6 +171,7 @@ def send_message(*, message_id: str) -> str:
         partial(
             record_sent,
             message_id=message_id,
+            request_id=prepared.message.review_request_id,
             attempt=attempt,
             sent=sent,
             to_address=prepared.outgoing.to,
@@ -174,27 +180,53 @@ def send_message(*, message_id: str) -> str:
     return SendResult.SENT
 
 
-def _claim(message_id: str) -> bool:
-    """``queued → sending``; one row or none (0 rows: another worker got it, or it was
-    cancelled). Step 0 also moves its request ``scheduled → sending``."""
+def _claim(message_id: str) -> Message | None:
+    """``queued → sending``: the claimed row with its request, contact and owner, or ``None``
+    (another worker got it, it was cancelled, or it is gone).
+
+    One transaction, so the claim and what comes with it cost one commit: the read, the first
+    step's request ``scheduled → sending`` (conditional, before the message: request, then
+    message, like every transaction that changes both), the claim.
+    """
     now = timezone.now()
-    claimed = Message.objects.filter(pk=message_id, status=Message.Status.QUEUED).update(
-        status=Message.Status.SENDING,
-        sending_at=now,
-        updated_at=now,
-        attempts=F("attempts") + 1,
-    )
-    if claimed == 1:
-        ReviewRequest.objects.filter(
-            status=ReviewRequest.Status.SCHEDULED,
-            messages__pk=message_id,
-            messages__step=0,
+    with transaction.atomic():
+        try:
+            message = Message.objects.select_related(
+                "review_request__contact", "review_request__owner"
+            ).get(pk=message_id)
+        except Message.DoesNotExist:
+            return None
+        if message.status != Message.Status.QUEUED:
+            return None  # a redelivered task, or a row already cancelled: nothing to do
+        request = message.review_request
+        if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
+            ReviewRequest.objects.filter(
+                pk=request.pk, status=ReviewRequest.Status.SCHEDULED
+            ).update(
+                status=ReviewRequest.Status.SENDING,
+                sending_at=Coalesce(F("sending_at"), Value(now)),
+                updated_at=now,
+            )
+        # Captured before the call: reconciling an unknown outcome looks the address up.
+        address = request.contact.address_for(message.channel)
+        # ``attempts`` as read: if another run claimed the row since (and it came back to
+        # queued), this run is the stale one; the row's queued lease re-dispatches it.
+        claimed = Message.objects.filter(
+            pk=message_id, status=Message.Status.QUEUED, attempts=message.attempts
         ).update(
-            status=ReviewRequest.Status.SENDING,
-            sending_at=Coalesce(F("sending_at"), Value(now)),
+            status=Message.Status.SENDING,
+            sending_at=now,
             updated_at=now,
+            attempts=message.attempts + 1,
+            to_address=address,
         )
-    return claimed == 1
+        if claimed != 1:
+            transaction.set_rollback(True)  # the request's update too
+            return None
+    message.status, message.sending_at, message.updated_at = Message.Status.SENDING, now, now
+    message.attempts += 1
+    message.to_address = address
+    return message
 
 
 @dataclass
@@ -205,23 +237,16 @@ class _Prepared:
     blocked: str = ""
 
 
-def _prepare(message_id: str) -> _Prepared:
-    """Load the claimed row, render it, and check right before the call that it may go out."""
-    message = Message.objects.select_related(
-        "review_request__contact", "review_request__owner"
-    ).get(pk=message_id)
+def _prepare(message: Message) -> _Prepared:
+    """Render the claimed row and check that it may go out."""
     prepared = _Prepared(message=message)
     policy = BusinessSettings.for_owner(message.review_request.owner)
-    address = message.review_request.contact.address_for(message.channel)
-    if message.to_address != address:
-        # Captured before the call: reconciling an unknown outcome looks the address up.
-        Message.objects.filter(pk=message.pk, attempts=message.attempts).update(to_address=address)
     try:
-        prepared.outgoing = _outgoing(message, policy, address)
+        prepared.outgoing = _outgoing(message, policy, message.to_address)
     except (DatabaseError, InterfaceError):
         raise
     except Exception as exc:  # a broken template or default file: nothing was sent
-        logger.exception("message could not be rendered", extra={"message_id": message_id})
+        logger.exception("message could not be rendered", extra={"message_id": str(message.pk)})
         prepared.render_error = str(exc) or repr(exc)
         return prepared
     prepared.blocked = _blocked_reason(message)
@@ -250,13 +275,11 @@ def _outgoing(message: Message, policy: BusinessSettings, address: str):
 
 
 def _blocked_reason(message: Message) -> str:
-    """Why this claimed message must not go out after all; ``""`` when it may. Fresh reads."""
-    # One query for both: the request's status and its contact's addresses and opt-outs.
-    request = (
-        ReviewRequest.objects.select_related("contact")
-        .only("status", "contact")
-        .get(pk=message.review_request_id)
-    )
+    """Why this claimed message must not go out after all; ``""`` when it may. ``message`` was
+    read with its request and contact by the claim's transaction: an opt-out, click or cancel
+    committed since the dispatcher queued it is seen here (one committed during the provider
+    call cannot stop that call, whatever is read before it)."""
+    request = message.review_request
     if not request.is_active:
         return f"not sent: the request ended ({request.status}) before it went out"
     contact = request.contact
@@ -305,14 +328,24 @@ def lock_request_of(message_id: str, *, load: bool = False) -> ReviewRequest | N
     return (requests.select_related("contact", "owner") if load else requests.only("pk")).first()
 
 
+def _lock_request(request_id) -> ReviewRequest:
+    """``lock_request_of(..., load=True)`` for a caller that knows the request's id (no join
+    through the messages)."""
+    return (
+        ReviewRequest.objects.select_for_update(of=("self",))
+        .select_related("contact", "owner")
+        .get(pk=request_id)
+    )
+
+
 def _recordable(message_id: str, attempt: int):
     return Message.objects.filter(pk=message_id, attempts=attempt, status__in=_RECORDABLE)
 
 
-def record_sent(*, message_id: str, attempt: int, sent: Sent, to_address: str) -> str:
+def record_sent(*, message_id: str, request_id, attempt: int, sent: Sent, to_address: str) -> str:
     now = timezone.now()
     with transaction.atomic():
-        request = lock_request_of(message_id, load=True)
+        request = _lock_request(request_id)
         updated = _recordable(message_id, attempt).update(
             status=Message.Status.SENT,
             sent_at=now,
@@ -468,24 +501,21 @@ def record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
 
 def after_sent(message: Message, *, at: datetime) -> None:
     """In the transaction that moved ``message`` to sent: update its request, plan the next."""
-    request = (
-        ReviewRequest.objects.select_for_update(of=("self",))
-        .select_related("contact", "owner")
-        .get(pk=message.review_request_id)
-    )
-    _request_sent(request, at=at)
+    _request_sent(_lock_request(message.review_request_id), at=at)
 
 
 def _request_sent(request: ReviewRequest, *, at: datetime) -> None:
     """``after_sent`` for a request already locked and loaded with its contact and owner."""
+    changed: list[str] = []
     if request.status in (ReviewRequest.Status.SCHEDULED, ReviewRequest.Status.SENDING):
-        request.save(update_fields=request.transition(ReviewRequest.Status.SENT, at=at))
+        changed = request.transition(ReviewRequest.Status.SENT, at=at)
     elif request.sent_at is None:
         # Ended (opted out, cancelled) while this message was already with the provider: it
         # still reached the contact, which the cooldown must know.
         request.sent_at = at
-        request.save(update_fields=["sent_at", "updated_at"])
-    advance(request, cause=ReviewRequest.Status.SENT, at=at, locked=True)
+        changed = ["sent_at", "updated_at"]
+    # Saved by advance with its own changes (a last step's "completed"): one UPDATE.
+    advance(request, cause=ReviewRequest.Status.SENT, at=at, locked=True, changed=changed)
 
 
 def advance(
@@ -495,6 +525,7 @@ def advance(
     at: datetime,
     bad_channel: str | None = None,
     locked: bool = False,
+    changed: Sequence[str] = (),
 ) -> None:
     """Decide what comes next for an active request; call inside a transaction.
 
@@ -502,8 +533,12 @@ def advance(
     names the ending when nothing is left. ``bad_channel``: a permanent failure on this channel
     cancels the request's other unsent messages on it (the address does not work).
     ``locked``: ``request`` was just selected for update in this transaction, with its contact
-    and owner (the send path), so it is not read again.
+    and owner (the send path), so it is not read again. ``changed``: fields of that locked
+    request its caller changed and has not saved yet; saved with the request's own changes
+    here, in one UPDATE.
     """
+    if changed and not locked:
+        raise ValueError("changed fields of a request that advance reads again would be lost")
     # Only the request row: locking the joined owner would serialise every send of a business
     # on its user row, and the contact would invert the opt-out's lock order (contact, then
     # request). An opt-out that commits after this read waits for the request lock, then runs
@@ -514,8 +549,17 @@ def advance(
             .select_related("contact", "owner")
             .get(pk=request.pk)
         )
+    fields = [*changed, *_advance(request, cause=cause, at=at, bad_channel=bad_channel)]
+    if fields:
+        request.save(update_fields=list(dict.fromkeys(fields)))
+
+
+def _advance(
+    request: ReviewRequest, *, cause: str, at: datetime, bad_channel: str | None
+) -> list[str]:
+    """``advance`` on the locked request; returns the request's fields it changed (unsaved)."""
     if not request.is_active:
-        return
+        return []
     contact = request.contact
     messages = list(request.messages.select_for_update().order_by("step"))
     for m in messages:
@@ -530,7 +574,7 @@ def advance(
             m.last_error = why
             m.save(update_fields=[*m.transition(Message.Status.CANCELLED, at=at), "last_error"])
     if any(m.status in _IN_FLIGHT for m in messages):
-        return  # a message is due, in flight or waiting to be reconciled
+        return []  # a message is due, in flight or waiting to be reconciled
     first = messages[0] if messages else None
     if first is not None and first.sent_at is not None:
         for m in messages:
@@ -546,11 +590,15 @@ def advance(
                 from .dispatch import dispatch_kick
 
                 transaction.on_commit(dispatch_kick)
-            return
-    _end(request, cause=cause, at=at, contact=contact)
+            return []
+    return _end(request, cause=cause, at=at, contact=contact, messages=messages)
 
 
-def _end(request: ReviewRequest, *, cause: str, at: datetime, contact: Contact) -> None:
+def _end(
+    request: ReviewRequest, *, cause: str, at: datetime, contact: Contact, messages: list[Message]
+) -> list[str]:
+    """End the request (unsaved: returns its changed fields) and cancel its unsent messages.
+    ``messages``: all of the request's messages, locked in this transaction."""
     if cause == ReviewRequest.Status.SENT:
         to, reason, detail = (
             ReviewRequest.Status.COMPLETED,
@@ -575,8 +623,12 @@ def _end(request: ReviewRequest, *, cause: str, at: datetime, contact: Contact) 
             else ReviewRequest.EndedReason.UNREACHABLE
         )
         detail = "No channel of this request's messages can reach the contact any more."
-    request.save(update_fields=request.transition(to, at=at, reason=reason, detail=detail))
-    request.cancel_open_messages(at=at)
+    changed = request.transition(to, at=at, reason=reason, detail=detail)
+    if any(m.status in Message.CANCELLABLE_STATUSES for m in messages):
+        # Locked above, and a request's messages are all created with it: when none of them
+        # is open, the UPDATE would find nothing.
+        request.cancel_open_messages(at=at)
+    return changed
 
 
 def _unreachable_reason(contact: Contact, channel: str) -> str:

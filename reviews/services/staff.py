@@ -122,7 +122,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
     """Make the request's next pending message due now and kick the dispatcher (staff).
 
     The message then goes through the normal path: the dispatcher claims it, a send task
-    claims it again and re-checks opt-outs right before the provider call. Refused
+    claims it again and re-checks opt-outs as it does, just before the provider call. Refused
     (``SendNowRefused``) when the request has ended, when no message is waiting (a follow-up
     is only ``planned`` until the previous one was sent; one already queued or sending is on
     its way), when the contact cannot receive the channel (no address, opted out), and during

@@ -9,9 +9,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from reviews.models import Contact, Message, OptOutEvent, ReviewRequest
+from reviews.models import BusinessSettings, Contact, Message, OptOutEvent, ReviewRequest
 from reviews.services import dispatch_due, send_message
 from reviews.services.sending import backoff_seconds
 from tests.delivery.conftest import (
@@ -237,20 +239,59 @@ def test_a_misconfigured_channel_is_retried_later_not_marked_unknown(business, s
 # --- query budget ---------------------------------------------------------------------------------
 
 
+def _statements_and_transactions(queries) -> tuple[list[str], int]:
+    """The statements a send ran, and its transactions (each a savepoint pair inside the
+    test's transaction, a BEGIN/COMMIT in production, where every commit waits for a WAL
+    flush: they are the send's latency as much as its statements)."""
+    sqls = [q["sql"] for q in queries.captured_queries]
+    statements = [sql for sql in sqls if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    return statements, sum(1 for sql in sqls if sql.startswith("SAVEPOINT"))
+
+
 def test_sending_an_sms_stays_within_its_query_budget(
     business, twilio, django_assert_max_num_queries
 ):
     """The send path's statements (the dispatcher benchmark's CPU per message follows them).
 
-    Claim: the message and, for step 0, its request. Prepare: the message with its request,
-    contact and owner; its address; the owner's template; the fresh pre-send read of the
-    request's status and the contact. Record (one transaction, a savepoint pair here): the
-    request locked and loaded, the message sent, the request sent, its messages locked, the
-    follow-up planned. The business settings come from the cache.
+    Claim (one transaction): the message with its request, contact and owner (also the
+    pre-send check of the request's status and the contact's opt-outs), the request moved to
+    sending (step 0), the message claimed with its address. Render: the owner's template.
+    Record (one transaction): the request locked and loaded by its id, the message sent, its
+    messages locked, the follow-up planned, the request sent. The business settings come from
+    the cache. Two commits in all, one before the provider call.
     """
     sms_request(business)
     assert dispatch_and_send() == ["sent"]  # warms the settings cache
     sms_request(business)
     (message_id,) = dispatch_due().claimed
-    with django_assert_max_num_queries(13):
+    with (
+        django_assert_max_num_queries(13),
+        CaptureQueriesContext(connection) as queries,
+    ):
         assert send_message(message_id=message_id) == "sent"
+    statements, transactions = _statements_and_transactions(queries)
+    assert len(statements) <= 9, statements
+    assert transactions <= 2
+
+
+def test_sending_the_last_step_saves_its_request_once(business, twilio):
+    """The last step's request goes ``sending → sent → completed`` in memory and is written
+    once; its messages are all done, so no cancelling UPDATE runs either."""
+    policy = BusinessSettings.objects.get(owner=business)
+    policy.follow_up_offsets_hours = []
+    policy.save()
+    sms_request(business)
+    assert dispatch_and_send() == ["sent"]  # warms the settings cache
+    request = sms_request(business)
+    (message_id,) = dispatch_due().claimed
+    with CaptureQueriesContext(connection) as queries:
+        assert send_message(message_id=message_id) == "sent"
+    statements, transactions = _statements_and_transactions(queries)
+    assert (len(statements), transactions) == (8, 2), statements
+    request_updates = [
+        sql for sql in statements if sql.startswith('UPDATE "reviews_reviewrequest"')
+    ]
+    assert len(request_updates) == 2, request_updates  # scheduled → sending; → completed
+    request.refresh_from_db()
+    assert request.status == "completed"
+    assert request.sent_at is not None and request.ended_at is not None
