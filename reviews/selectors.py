@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,29 +18,55 @@ from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewReques
 
 
 def contacts_matching(
-    *, owner: User, email_normalized: str, phone: str, for_update: bool = False
+    *,
+    owner: User,
+    email_normalized: str,
+    phone: str,
+    for_update: bool = False,
+    advisory_locks: Sequence[int] = (),
 ) -> list[Contact]:
     """The owner's contacts with this e-mail key or this E.164 phone (at most two rows).
 
     ``for_update`` locks them, in primary-key order so that two transactions locking the same
     pair cannot deadlock.
 
+    ``advisory_locks`` (PostgreSQL): transaction-scoped advisory lock keys taken, in this
+    order, before the read and in the same round trip: one ``pg_advisory_xact_lock``
+    statement per key, then the ``SELECT``, as one simple-protocol query. PostgreSQL runs its
+    statements one after the other, each with a snapshot of its own (READ COMMITTED), so the
+    read sees every row committed before the last lock was granted, and the locks are taken
+    in the given order (one statement each: a select list's evaluation order is not
+    promised). With server-side parameter binding, which allows one statement per query, the
+    locks go first, one round trip each.
+
     Every API write runs this, so the statement is written once per shape (``_matching_sql``)
     instead of being compiled by the ORM on each call, and rows are loaded through a plain
     cursor with the ORM's own converters (``_contact_loading``): the query building and
     ``RawQuerySet`` were most of the function's CPU.
     """
+    db = connections[DEFAULT_DB_ALIAS]
+    if advisory_locks and db.vendor != "postgresql":
+        raise ValueError("advisory locks are a PostgreSQL feature")
     if not email_normalized and not phone:
         return []
-    params: list = [Contact._meta.get_field("owner").get_db_prep_value(owner.pk, connection)]
+    params: list = [Contact._meta.get_field("owner").get_db_prep_value(owner.pk, db)]
     if email_normalized:
         params.append(email_normalized)
     if phone:
         params.append(phone)
-    sql = _matching_sql(bool(email_normalized), bool(phone), for_update)
-    db = connections[DEFAULT_DB_ALIAS]
+    together = bool(advisory_locks) and not db.settings_dict["OPTIONS"].get("server_side_binding")
+    sql = _matching_sql(
+        bool(email_normalized), bool(phone), for_update, len(advisory_locks) if together else 0
+    )
     with db.cursor() as cursor:
-        cursor.execute(sql, params)
+        if together:
+            cursor.execute(sql, [*advisory_locks, *params])
+            for _ in advisory_locks:
+                cursor.nextset()  # past each lock's empty result, to the SELECT's rows
+        else:
+            for key in advisory_locks:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+            cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not rows:
         return []
@@ -70,12 +97,13 @@ def _contact_loading(vendor: str) -> tuple[list[str], list[tuple[int, list, Any]
 
 
 @functools.cache
-def _matching_sql(by_email: bool, by_phone: bool, for_update: bool) -> str:
+def _matching_sql(by_email: bool, by_phone: bool, for_update: bool, locks: int) -> str:
+    """The match's ``SELECT``, after ``locks`` advisory lock statements."""
     qn = connection.ops.quote_name
     matches = [f"{qn(column)} = %s" for column, wanted in (
         ("email_normalized", by_email), ("phone", by_phone)) if wanted]  # fmt: skip
     columns = ", ".join(qn(field.column) for field in Contact._meta.concrete_fields)
-    return (
+    return "SELECT pg_advisory_xact_lock(%s); " * locks + (
         f"SELECT {columns} FROM {qn(Contact._meta.db_table)} "
         f"WHERE {qn('owner_id')} = %s AND ({' OR '.join(matches)}) "
         f"ORDER BY {qn('id')}"

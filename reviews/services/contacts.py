@@ -162,12 +162,12 @@ def _add_contact_once(
 ) -> AddContactResult:
     with transaction.atomic():
         now = timezone.now().replace(microsecond=0)
-        _lock_dedup_keys(owner=owner, clean=clean)
         matches = selectors.contacts_matching(
             owner=owner,
             email_normalized=clean.email_normalized,
             phone=clean.phone,
             for_update=True,
+            advisory_locks=_dedup_lock_keys(owner=owner, clean=clean),
         )
         by_email = next(
             (c for c in matches if clean.email_normalized == c.email_normalized != ""), None
@@ -234,28 +234,24 @@ def _add_contact_once(
         )
 
 
-def _lock_dedup_keys(*, owner: User, clean: ContactInput) -> None:
-    """Serialise adds of one person (PostgreSQL): advisory locks held until commit/rollback.
+def _dedup_lock_keys(*, owner: User, clean: ContactInput) -> list[int]:
+    """The advisory locks that serialise adds of one person (PostgreSQL; held until commit or
+    rollback), in the order to take them; none elsewhere.
 
-    Taken in sorted order so two transactions wanting the same pair cannot deadlock. A 64-bit
-    hash collision only makes two unrelated adds wait for each other.
+    Sorted, so two transactions wanting the same pair cannot deadlock. A 64-bit hash collision
+    only makes two unrelated adds wait for each other.
     """
     if connection.vendor != "postgresql":
-        return
+        return []
     names = []
     if clean.email_normalized:
         names.append(f"contact:{owner.pk}:email:{clean.email_normalized}")
     if clean.phone:
         names.append(f"contact:{owner.pk}:phone:{clean.phone}")
-    keys = sorted(
+    return sorted(
         int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
         for name in names
     )
-    # One statement per lock: PostgreSQL does not promise to evaluate a select list in order,
-    # and the sorted order is what keeps two adds of one person from deadlocking.
-    with connection.cursor() as cursor:
-        for key in keys:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 def _existing(

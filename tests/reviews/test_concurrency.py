@@ -143,7 +143,7 @@ def test_without_the_advisory_locks_the_unique_constraints_still_converge(
     owner, settings_row, monkeypatch
 ):
     # A writer that bypassed the locks: the constraints fire and the losers run again.
-    monkeypatch.setattr("reviews.services.contacts._lock_dedup_keys", lambda **kwargs: None)
+    monkeypatch.setattr("reviews.services.contacts._dedup_lock_keys", lambda **kwargs: [])
     results = run_together(
         lambda i: add_contact(owner=owner, data={"email": "jane@example.com"}), n=10
     )
@@ -151,3 +151,29 @@ def test_without_the_advisory_locks_the_unique_constraints_still_converge(
     assert errors == []
     assert Contact.objects.count() == 1
     assert ReviewRequest.objects.count() == 1
+
+
+def test_with_the_advisory_locks_no_add_needs_the_constraint_backstop(
+    owner, settings_row, monkeypatch
+):
+    """The locks and the match travel in one round trip; the match must still see what the
+    lock holder committed (its own snapshot, taken after the locks are granted), so no add
+    inserts a duplicate that a unique constraint has to refuse and send round again."""
+    from reviews.services import contacts
+
+    runs = []
+    original = contacts._add_contact_once
+
+    def counted(**kwargs):
+        runs.append(1)
+        return original(**kwargs)
+
+    monkeypatch.setattr(contacts, "_add_contact_once", counted)
+    results = run_together(
+        lambda i: add_contact(
+            owner=owner,
+            data={"email": "jane@example.com", "mobile_phone_number": PHONE_FORMATS[i % 10]},
+        )
+    )
+    assert_one_contact_one_request(results)
+    assert len(runs) == THREADS  # one run each: no IntegrityError, no second run
