@@ -239,6 +239,10 @@ else:
         "default": {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
             "LOCATION": str(VAR_DIR / "cache"),
+            # Past MAX_ENTRIES (300 by default) the file cache deletes a third of its files at
+            # random, generation keys of the token and settings caches among them
+            # (config/versioned_cache.py). Entries here are few and expire by their TTL.
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
         }
     }
     BROKER_DIR = Path(env("BROKER_DIR", default=str(VAR_DIR / "broker")))

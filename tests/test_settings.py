@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from django.core.cache.backends.filebased import FileBasedCache
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
@@ -20,6 +22,7 @@ out = {
     "db_options": {k: v for k, v in settings.DATABASES["default"].get("OPTIONS", {}).items()},
     "broker": settings.CELERY_BROKER_URL,
     "cache": settings.CACHES["default"]["BACKEND"],
+    "cache_options": settings.CACHES["default"].get("OPTIONS", {}),
     "secret_key": settings.SECRET_KEY,
     "ssl_redirect": settings.SECURE_SSL_REDIRECT,
     "hsts": settings.SECURE_HSTS_SECONDS,
@@ -75,6 +78,19 @@ def test_embedded_default_needs_nothing_set(tmp_path):
     assert out["db_options"]["transaction_mode"] == "IMMEDIATE"
     assert out["ssl_redirect"] is False
     assert out["rate_limit"] == 5000
+
+
+def test_embedded_cache_keeps_its_entries_instead_of_culling_at_random(tmp_path):
+    """Django's file cache deletes a third of its files at random once it holds MAX_ENTRIES
+    (300 by default): a token's generation key among them makes the token cache miss, and
+    could make an entry written by a request that raced a revocation look current again."""
+    result = _run(tmp_path)
+    assert result.returncode == 0, result.stderr
+    options = json.loads(result.stdout)["cache_options"]
+    cache = FileBasedCache(str(tmp_path / "cache"), {"OPTIONS": options})
+    for n in range(400):
+        cache.set(f"key-{n}", n)
+    assert [cache.get(f"key-{n}") for n in range(400)] == list(range(400))
 
 
 def test_embedded_secret_key_is_generated_once_and_kept_under_var(tmp_path):
