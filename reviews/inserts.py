@@ -87,9 +87,7 @@ def _row_json(obj: models.Model, connection) -> dict[str, Any]:
         # The common cases, where the field's own conversion would return the value unchanged
         # (None is NULL for every kind but OTHER: a JSONField's None is its own business);
         # anything else goes through the field.
-        if kind is _Kind.OTHER:
-            row[column] = _json_value(field.get_db_prep_save(value, connection))
-        elif value is None or (kind, type(value)) in _STORED_AS_IS:
+        if kind is not _Kind.OTHER and (value is None or (kind, type(value)) in _STORED_AS_IS):
             row[column] = value
         elif kind is _Kind.UUID and type(value) is uuid.UUID:
             row[column] = str(value)

@@ -296,11 +296,7 @@ def _opted_out(
     The contact's latest request is returned if there is one; otherwise a request is recorded
     as ``opted_out`` straight away, so the caller gets an id and staff see the attempt.
     """
-    channels = " and ".join(
-        "SMS" if c == Channel.SMS else "e-mail"
-        for c in (Channel.SMS, Channel.EMAIL)
-        if contact.address_for(c)
-    )
+    channels = " and ".join(c.label for c in (Channel.SMS, Channel.EMAIL) if contact.address_for(c))
     text = f"{contact.display_name} has opted out of {channels}; no review request will be sent."
     latest = None if contact_created else selectors.review_request_latest(contact=contact)
     created = latest is None
@@ -331,20 +327,20 @@ def _scheduled_message(
     first = steps[0]
     parts = [
         f"Review request scheduled for {contact.display_name} by "
-        f"{_channel_name(first.channel)} at {_when(send.at)}."
+        f"{Channel(first.channel).label} at {_when(send.at)}."
     ]
     if send.shifted and send.window is not None:
         zones = ", ".join(send.zones[:3]) + (
             f" and {len(send.zones) - 3} more" if len(send.zones) > 3 else ""
         )
         parts.append(
-            f"Moved from {_when(send.requested)}: {_channel_name(first.channel)} messages go "
+            f"Moved from {_when(send.requested)}: {Channel(first.channel).label} messages go "
             f"out only between {send.window.start:%H:%M} and {send.window.end:%H:%M} in the "
             f"recipient's time zone ({zones})."
         )
     follow_ups = steps[1:]
     if follow_ups:
-        channels = sorted({_channel_name(s.channel) for s in follow_ups})
+        channels = sorted({Channel(s.channel).label for s in follow_ups})
         count = len(follow_ups)
         parts.append(
             f"Then up to {count} follow-up{'s' if count != 1 else ''} by "
@@ -352,12 +348,8 @@ def _scheduled_message(
         )
     for channel in (Channel.SMS, Channel.EMAIL):
         if contact.address_for(channel) and contact.opted_out_of(channel):
-            parts.append(f"No {_channel_name(channel)}: the contact opted out of it.")
+            parts.append(f"No {Channel(channel).label}: the contact opted out of it.")
     return " ".join(parts + notes)
-
-
-def _channel_name(channel: str) -> str:
-    return "SMS" if channel == Channel.SMS else "e-mail"
 
 
 def _when(moment: datetime | None) -> str:

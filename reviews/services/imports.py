@@ -41,7 +41,7 @@ from django.db import transaction
 from accounts.models import User
 
 from ..models import BusinessSettings, Contact
-from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, clean_contact_input
+from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, ContactInput, clean_contact_input
 from .contacts import AddContactOutcome, add_contact
 
 BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
@@ -293,11 +293,13 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
         )
         return
     try:
-        data = row_data(row, report.columns)
-        if report.dry_run and _repeats_earlier_batch(report, number, data):
+        clean = clean_contact_input(
+            row_data(row, report.columns), default_region=report.owner.default_region
+        )
+        if report.dry_run and _repeats_earlier_batch(report, number, clean):
             return
         result = add_contact(
-            owner=report.owner, data=data, source=Contact.Source.IMPORT, policy=report.policy
+            owner=report.owner, data=clean, source=Contact.Source.IMPORT, policy=report.policy
         )
     except ValidationError as exc:
         report.errors.append(RowIssue(number, describe_error(exc)))
@@ -308,10 +310,9 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
         report.notes.append(RowIssue(number, result.message))
 
 
-def _repeats_earlier_batch(report: ImportReport, number: int, data: dict[str, Any]) -> bool:
+def _repeats_earlier_batch(report: ImportReport, number: int, clean: ContactInput) -> bool:
     """Dry run: whether this row's person was in an earlier (rolled-back) batch; if so it is
     reported as the import would answer it (the contact updated, no second request)."""
-    clean = clean_contact_input(data, default_region=report.owner.default_region)
     keys = [
         f"{kind}:{value}"
         for kind, value in (("e", clean.email_normalized), ("p", clean.phone))

@@ -358,10 +358,9 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
 def _give_up(message: Message, code: str, detail: str) -> str:
     now = timezone.now()
     with transaction.atomic():
-        lock_request_of(str(message.pk))
+        request = lock_request_of(str(message.pk), load=True)
         locked = (
             Message.objects.select_for_update(of=("self",))
-            .select_related("review_request")
             .filter(pk=message.pk, status=Message.Status.UNKNOWN)
             .first()
         )
@@ -376,7 +375,7 @@ def _give_up(message: Message, code: str, detail: str) -> str:
             ]
         )
         # Not the address's fault: the request moves on to its next step, if any.
-        advance(locked.review_request, cause=ReviewRequest.Status.FAILED, at=now)
+        advance(request, cause=ReviewRequest.Status.FAILED, at=now, locked=True)
     return "failed"
 
 

@@ -115,7 +115,7 @@ def send_message(*, message_id: str) -> str:
         return SendResult.CANCELLED
 
     try:
-        channel = sms_channel() if prepared.message.channel == Channel.SMS else email_channel()
+        channel = sms_channel() if message.channel == Channel.SMS else email_channel()
     except Exception as exc:  # our configuration (e.g. an ESP without its key): nothing sent
         logger.exception("channel not usable", extra={"message_id": message_id})
         return _with_db_retry(
@@ -125,7 +125,7 @@ def send_message(*, message_id: str) -> str:
                 attempt=attempt,
                 permanent=False,
                 code="channel_configuration",
-                reason=f"the {prepared.message.channel} channel is not usable: {exc}"[:1000],
+                reason=f"the {message.channel} channel is not usable: {exc}"[:1000],
             )
         )
     try:
@@ -171,7 +171,7 @@ def send_message(*, message_id: str) -> str:
         partial(
             record_sent,
             message_id=message_id,
-            request_id=prepared.message.review_request_id,
+            request_id=message.review_request_id,
             attempt=attempt,
             sent=sent,
             to_address=prepared.outgoing.to,
@@ -231,7 +231,6 @@ def _claim(message_id: str) -> Message | None:
 
 @dataclass
 class _Prepared:
-    message: Message
     outgoing: OutgoingSms | OutgoingEmail | None = None
     render_error: str = ""
     blocked: str = ""
@@ -239,10 +238,10 @@ class _Prepared:
 
 def _prepare(message: Message) -> _Prepared:
     """Render the claimed row and check that it may go out."""
-    prepared = _Prepared(message=message)
+    prepared = _Prepared()
     policy = BusinessSettings.for_owner(message.review_request.owner)
     try:
-        prepared.outgoing = _outgoing(message, policy, message.to_address)
+        prepared.outgoing = _outgoing(message, policy)
     except (DatabaseError, InterfaceError):
         raise
     except Exception as exc:  # a broken template or default file: nothing was sent
@@ -253,7 +252,8 @@ def _prepare(message: Message) -> _Prepared:
     return prepared
 
 
-def _outgoing(message: Message, policy: BusinessSettings, address: str):
+def _outgoing(message: Message, policy: BusinessSettings):
+    address = message.to_address  # captured by the claim
     if message.channel == Channel.SMS:
         return OutgoingSms(
             message_id=str(message.pk),
@@ -282,11 +282,8 @@ def _blocked_reason(message: Message) -> str:
     request = message.review_request
     if not request.is_active:
         return f"not sent: the request ended ({request.status}) before it went out"
-    contact = request.contact
-    if not contact.address_for(message.channel):
-        return f"not sent: the contact has no {_channel_name(message.channel)} address"
-    if contact.opted_out_of(message.channel):
-        return f"not sent: the contact opted out of {_channel_name(message.channel)}"
+    if not request.contact.can_receive(message.channel):
+        return _unreachable_reason(request.contact, message.channel)
     return ""
 
 
@@ -309,8 +306,6 @@ def _with_db_retry(step: Callable[[], T], *, seconds: float = 30.0) -> T:
             close_old_connections()
             time.sleep(pause)
             pause = min(pause * 2, 4.0)
-        except DatabaseError:
-            raise
 
 
 # --- recording outcomes ---------------------------------------------------------------------------
@@ -330,7 +325,9 @@ def lock_request_of(message_id: str, *, load: bool = False) -> ReviewRequest | N
 
 def _lock_request(request_id) -> ReviewRequest:
     """``lock_request_of(..., load=True)`` for a caller that knows the request's id (no join
-    through the messages)."""
+    through the messages). Only the request row is locked: locking the joined owner would
+    serialise every send of a business on its user row, and the contact would invert the
+    opt-out's lock order (contact, then request)."""
     return (
         ReviewRequest.objects.select_for_update(of=("self",))
         .select_related("contact", "owner")
@@ -480,10 +477,9 @@ def record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
     """The claimed row was not sent: the contact opted out or the request ended meanwhile."""
     now = timezone.now()
     with transaction.atomic():
-        lock_request_of(message_id)
+        request = lock_request_of(message_id, load=True)
         message = (
             Message.objects.filter(pk=message_id, attempts=attempt, status=Message.Status.SENDING)
-            .select_related("review_request")
             .select_for_update(of=("self",))
             .first()
         )
@@ -493,7 +489,7 @@ def record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
         message.save(
             update_fields=[*message.transition(Message.Status.CANCELLED, at=now), "last_error"]
         )
-        advance(message.review_request, cause=ReviewRequest.Status.OPTED_OUT, at=now)
+        advance(request, cause=ReviewRequest.Status.OPTED_OUT, at=now, locked=True)
 
 
 # --- the request's lifecycle ----------------------------------------------------------------------
@@ -539,16 +535,10 @@ def advance(
     """
     if changed and not locked:
         raise ValueError("changed fields of a request that advance reads again would be lost")
-    # Only the request row: locking the joined owner would serialise every send of a business
-    # on its user row, and the contact would invert the opt-out's lock order (contact, then
-    # request). An opt-out that commits after this read waits for the request lock, then runs
+    # An opt-out that commits after this read waits for the request lock, then runs
     # ``advance`` itself with the fresh contact.
     if not locked:
-        request = (
-            ReviewRequest.objects.select_for_update(of=("self",))
-            .select_related("contact", "owner")
-            .get(pk=request.pk)
-        )
+        request = _lock_request(request.pk)
     fields = [*changed, *_advance(request, cause=cause, at=at, bad_channel=bad_channel)]
     if fields:
         request.save(update_fields=list(dict.fromkeys(fields)))
@@ -567,7 +557,7 @@ def _advance(
             m.channel == bad_channel or not contact.can_receive(m.channel)
         ):
             why = (
-                f"not sent: a message by {_channel_name(m.channel)} failed permanently"
+                f"not sent: a message by {Channel(m.channel).label} failed permanently"
                 if m.channel == bad_channel
                 else _unreachable_reason(contact, m.channel)
             )
@@ -606,7 +596,7 @@ def _end(
             "",
         )
     elif cause == ReviewRequest.Status.FAILED:
-        failed = request.messages.filter(status=Message.Status.FAILED).order_by("-step").first()
+        failed = next((m for m in reversed(messages) if m.status == Message.Status.FAILED), None)
         to, reason = ReviewRequest.Status.FAILED, ReviewRequest.EndedReason.DELIVERY_FAILED
         detail = failed.last_error if failed else ""
     elif cause == ReviewRequest.Status.CANCELLED:
@@ -633,9 +623,5 @@ def _end(
 
 def _unreachable_reason(contact: Contact, channel: str) -> str:
     if not contact.address_for(channel):
-        return f"not sent: the contact has no {_channel_name(channel)} address"
-    return f"not sent: the contact opted out of {_channel_name(channel)}"
-
-
-def _channel_name(channel: str) -> str:
-    return "SMS" if channel == Channel.SMS else "e-mail"
+        return f"not sent: the contact has no {Channel(channel).label} address"
+    return f"not sent: the contact opted out of {Channel(channel).label}"

@@ -35,13 +35,8 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
         raise ResendRefused(f"No message {message_id}.") from None
     now = timezone.now()
     with transaction.atomic():
-        lock_request_of(message_id)
-        message = (
-            Message.objects.select_for_update(of=("self",))
-            .select_related("review_request__contact")
-            .filter(pk=message_id)
-            .first()
-        )
+        request = lock_request_of(message_id, load=True)
+        message = Message.objects.select_for_update(of=("self",)).filter(pk=message_id).first()
         if message is None:
             raise ResendRefused(f"No message {message_id}.")
         if message.status not in (Message.Status.FAILED, Message.Status.UNKNOWN):
@@ -54,8 +49,7 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
                 "The outcome of this SMS is unknown: it may already have been delivered. Run "
                 "reconcile_unknown first, or pass --force to send it again anyway."
             )
-        request = ReviewRequest.objects.select_for_update().get(pk=message.review_request_id)
-        contact = message.review_request.contact
+        contact = request.contact
         if not contact.can_receive(message.channel):
             raise ResendRefused(
                 f"The contact cannot receive {message.get_channel_display()} (no address or "
