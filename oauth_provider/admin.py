@@ -98,7 +98,9 @@ class ApplicationAdmin(admin.ModelAdmin):
             return super().response_add(request, obj, post_url_continue)
         return _show_secrets(request, [(obj, secret)], title="OAuth client created")
 
-    @admin.action(description="Rotate client secret (the old one stops working)")
+    @admin.action(
+        description="Rotate client secret (the old one stops working)", permissions=["change"]
+    )
     def rotate_secret(self, request, queryset) -> HttpResponse:
         rows = []
         for application in queryset:

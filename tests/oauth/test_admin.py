@@ -82,6 +82,25 @@ def test_rotating_a_secret_shows_the_new_one_once(staff, application):
     assert check_password(secret, application.client_secret)
 
 
+def test_staff_who_may_only_view_clients_cannot_rotate_a_secret(application):
+    """An action without declared permissions is offered to anyone who sees the list: a
+    viewer could break a connected platform and read the new secret."""
+    from django.contrib.auth.models import Permission
+
+    viewer = UserFactory(is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_application"))
+    client = Client()
+    client.force_login(viewer)
+    old_hash = application.client_secret
+    response = client.post(
+        "/admin/oauth2_provider/application/",
+        {"action": "rotate_secret", "_selected_action": [application.pk]},
+    )
+    application.refresh_from_db()
+    assert application.client_secret == old_hash
+    assert b"Client secrets rotated" not in response.content
+
+
 def test_token_pages_never_show_token_values_or_codes(staff, flow):
     tokens = flow.connect()
     code = flow.code()  # an unused grant exists too
