@@ -323,7 +323,7 @@ def lock_request_of(message_id: str, *, load: bool = False) -> ReviewRequest | N
     return (requests.select_related("contact", "owner") if load else requests.only("pk")).first()
 
 
-def _lock_request(request_id) -> ReviewRequest:
+def lock_request(request_id) -> ReviewRequest:
     """``lock_request_of(..., load=True)`` for a caller that knows the request's id (no join
     through the messages). Only the request row is locked: locking the joined owner would
     serialise every send of a business on its user row, and the contact would invert the
@@ -342,7 +342,7 @@ def _recordable(message_id: str, attempt: int):
 def record_sent(*, message_id: str, request_id, attempt: int, sent: Sent, to_address: str) -> str:
     now = timezone.now()
     with transaction.atomic():
-        request = _lock_request(request_id)
+        request = lock_request(request_id)
         updated = _recordable(message_id, attempt).update(
             status=Message.Status.SENT,
             sent_at=now,
@@ -497,7 +497,7 @@ def record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
 
 def after_sent(message: Message, *, at: datetime) -> None:
     """In the transaction that moved ``message`` to sent: update its request, plan the next."""
-    _request_sent(_lock_request(message.review_request_id), at=at)
+    _request_sent(lock_request(message.review_request_id), at=at)
 
 
 def _request_sent(request: ReviewRequest, *, at: datetime) -> None:
@@ -538,7 +538,7 @@ def advance(
     # An opt-out that commits after this read waits for the request lock, then runs
     # ``advance`` itself with the fresh contact.
     if not locked:
-        request = _lock_request(request.pk)
+        request = lock_request(request.pk)
     fields = [*changed, *_advance(request, cause=cause, at=at, bad_channel=bad_channel)]
     if fields:
         request.save(update_fields=list(dict.fromkeys(fields)))

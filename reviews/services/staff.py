@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
 from .dispatch import dispatch_kick
-from .sending import lock_request_of
+from .sending import lock_request, lock_request_of
 
 logger = logging.getLogger(__name__)
 
@@ -126,13 +126,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
     """
     now = timezone.now()
     with transaction.atomic():
-        # Only the request row, as the send path does (``advance``): locking the joined
-        # contact would invert the opt-out's lock order (contact, then request).
-        request = (
-            ReviewRequest.objects.select_for_update(of=("self",))
-            .select_related("contact", "owner")
-            .get(pk=review_request.pk)
-        )
+        request = lock_request(review_request.pk)  # only the request row, as the send path
         if not request.is_active:
             raise SendNowRefused(f"The review request has ended ({request.status}).")
         message = (
