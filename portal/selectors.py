@@ -23,13 +23,11 @@ from accounts.models import User
 from oauth_provider.models import Connection
 from reviews.models import (
     Channel,
-    Contact,
     Message,
     ReviewRequest,
 )
 
 # Shared with the staff admin; re-exported for the portal's views.
-from reviews.selectors import TimelineEvent as TimelineEvent
 from reviews.selectors import review_request_timeline as review_request_timeline
 
 # --- The dashboard list ---------------------------------------------------------------------------
@@ -181,9 +179,6 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
     return Funnel(since=since, **counts)
 
 
-# --- One request's timeline -----------------------------------------------------------------------
-
-
 # --- Connected apps -------------------------------------------------------------------------------
 
 
@@ -233,7 +228,3 @@ def connected_apps(*, owner: User) -> list[ConnectedApp]:
         )
         for connection in connections
     ]
-
-
-def contact_label(contact: Contact) -> str:
-    return contact.full_name or contact.email or contact.phone

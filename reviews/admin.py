@@ -364,16 +364,10 @@ def _preview_box(preview, *, errors, template: MessageTemplate | None = None) ->
 # --- Contacts and the CSV import --------------------------------------------------------------
 
 
-class ReviewRequestInline(admin.TabularInline):
+class ReviewRequestInline(_ReadOnlyInline, admin.TabularInline):
     model = ReviewRequest
     fields = ("status", "scheduled_for", "sent_at", "ended_at", "ended_reason", "created_at")
     readonly_fields = fields
-    extra = 0
-    show_change_link = True
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 class ChannelFilter(admin.SimpleListFilter):
@@ -540,7 +534,7 @@ REPORT_ROWS_SHOWN = 1000
 # --- Review requests, their messages and the dashboard ---------------------------------------
 
 
-class MessageInline(admin.TabularInline):
+class MessageInline(_ReadOnlyInline, admin.TabularInline):
     model = Message
     fields = (
         "step",
@@ -557,12 +551,6 @@ class MessageInline(admin.TabularInline):
         "sent_at",
     )
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 def _report_refusals(modeladmin, request, done: int, verb: str, refused: list[str]) -> None:

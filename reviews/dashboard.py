@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -105,21 +105,17 @@ def staff_dashboard(
     failed = Message.objects.filter(
         Q(review_request__owner_id=owner_id) if owner_id else Q(), failed_at__gte=since
     )
+    # The newest error text of each code, in the same grouped query.
+    newest = failed.filter(last_error_code=OuterRef("last_error_code")).order_by("-failed_at")
     reasons = (
         failed.values("last_error_code")
-        .annotate(n=Count("pk"))
+        .annotate(n=Count("pk"), example=Subquery(newest.values("last_error")[:1]))
         .order_by("-n", "last_error_code")[:10]
     )
-    failure_reasons = []
-    for row in reasons:
-        code = row["last_error_code"]
-        example = (
-            failed.filter(last_error_code=code)
-            .order_by("-failed_at")
-            .values_list("last_error", flat=True)
-            .first()
-        )
-        failure_reasons.append((code or "(no code)", (example or "")[:200], row["n"]))
+    failure_reasons = [
+        (row["last_error_code"] or "(no code)", (row["example"] or "")[:200], row["n"])
+        for row in reasons
+    ]
 
     channel_labels = dict(Message._meta.get_field("channel").choices)
     source_labels = dict(OptOutEvent._meta.get_field("source").choices)
