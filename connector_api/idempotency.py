@@ -134,12 +134,7 @@ def idempotency_key_claim(
         break
     else:
         # Twice in a row another request re-created the key between our statements.
-        raise ApiError(
-            409,
-            "idempotency_in_progress",
-            f"A request with this {HEADER} is still being processed. Retry in a few seconds.",
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        )
+        raise _in_progress()
     if row.fingerprint != fingerprint:
         raise ApiError(
             422,
@@ -158,7 +153,11 @@ def idempotency_key_claim(
         if taken:
             row.locked_at = now
             return Claim(row)
-    raise ApiError(
+    raise _in_progress()
+
+
+def _in_progress() -> ApiError:
+    return ApiError(
         409,
         "idempotency_in_progress",
         f"A request with this {HEADER} is still being processed. Retry in a few seconds.",

@@ -56,7 +56,7 @@ class SendReviewRequestApi(RateLimitedView, APIView):
             try:
                 return clean_contact_input(data, default_region=self.context["default_region"])
             except DjangoValidationError as exc:
-                raise serializers.ValidationError(_field_errors(exc)) from None
+                raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
 
     @extend_schema_serializer(component_name="ReviewRequest")
     class OutputSerializer(serializers.Serializer):
@@ -132,7 +132,7 @@ class SendReviewRequestApi(RateLimitedView, APIView):
                 owner=request.user, data=serializer.validated_data, source=Contact.Source.API
             )
         except DjangoValidationError as exc:
-            raise serializers.ValidationError(_field_errors(exc)) from None
+            raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the spec's strings and nulls: OutputSerializer documents it.
         return Response(review_request_body(result), status=201 if result.created else 200)
 
@@ -154,12 +154,6 @@ def review_request_body(result: AddContactResult) -> dict[str, Any]:
 
 def iso_utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _field_errors(exc: DjangoValidationError) -> dict[str, list[str]]:
-    if hasattr(exc, "error_dict"):
-        return exc.message_dict
-    return {"non_field_errors": exc.messages}
 
 
 class SendReviewRequestFieldsApi(RateLimitedView, APIView):
