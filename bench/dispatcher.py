@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -213,7 +212,6 @@ def run_dispatcher_bench(env: dict, var_dir: Path, args, targets: list) -> dict:
     ``SIZED_MESSAGES``), whose bound is below this machine's CPU ceiling, so its ratio shows
     whether the dispatching itself (sweeps, kicks, the queue cap) leaves send slots idle.
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from django.utils import timezone
 
     from accounts.models import User

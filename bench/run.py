@@ -27,7 +27,6 @@ import platform
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 WRK_DIR = ROOT / "bench" / "wrk"
@@ -64,12 +65,6 @@ class LoadResult:
 
 
 # --- Environment ---------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def with_database(url: str, name: str) -> str:
@@ -359,7 +354,7 @@ def print_targets(report: dict) -> None:
 # --- Main ----------------------------------------------------------------------------------------
 
 
-def write_path(env: dict, base: str, token: str, owner_id: str, args) -> dict:
+def write_path(base: str, token: str, owner_id: str, args) -> dict:
     api = f"{base}/api/zapier/send-review-request"
     auth = f"Authorization: Bearer {token}"
     l1 = measure(f"{base}/bench/l1", "get.lua", args, "L1 bare Django JSON view")
@@ -459,9 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             web_cmd = [PYTHON, "-m", "gunicorn", "config.wsgi", "--config", "config/gunicorn.py"]
             with process(web_cmd, env, var_dir / "web.log") as web:
                 wait_http(f"{base}/healthz")
-                report["write_path"] = write_path(
-                    env, base, seeded["token"], seeded["owner_id"], args
-                )
+                report["write_path"] = write_path(base, seeded["token"], seeded["owner_id"], args)
                 report["write_path"]["peak_rss_mb"] = [peak_rss_mb(p) for p in children(web.pid)]
             if not args.skip_cache_off:
                 # The same endpoint with the token-lookup cache off: what the cache buys, in

@@ -21,8 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -89,16 +87,6 @@ def seed(monkeypatch) -> list[str]:
     for i in range(MESSAGES):
         add_contact(owner=owner, data={"mobile_phone_number": phone(i), "delay_hours": 0})
     return [str(pk) for pk in Message.objects.values_list("pk", flat=True)]
-
-
-def wait(predicate: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def statuses(ids: list[str]) -> dict[str, str]:

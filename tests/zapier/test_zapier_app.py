@@ -11,8 +11,6 @@ maps 400/401/429 as Zapier expects.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import secrets
 import shutil
@@ -24,6 +22,7 @@ import pytest
 import requests
 
 from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.oauth.conftest import pkce_pair
 from tests.support.consent import approve, log_in
 from tests.support.oauth import CLIENT_SECRET, REDIRECT_URI, issue_tokens, make_application
 from tests.support.processes import ROOT, ServiceProcesses
@@ -60,12 +59,6 @@ def test_the_app_definition_passes_zapier_validate_offline(npm):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "structurally sound" in output
-
-
-def _pkce_pair() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
-    return verifier, challenge.rstrip(b"=").decode()
 
 
 def _authorization_code(base_url: str, application, owner, challenge: str) -> str:
@@ -107,7 +100,7 @@ def _exhausted_token(base_url: str) -> str:
 def test_the_app_connects_creates_and_maps_errors_against_the_live_service(npm, tmp_path):
     owner = UserFactory(email="owner@acme.example", business_name="Acme Plumbing")
     application = make_application(client_id="zapier-contract-test")
-    verifier, challenge = _pkce_pair()
+    verifier, challenge = pkce_pair()
     with ServiceProcesses(tmp_path, ["web"], env={"RATE_LIMIT_PER_HOUR": str(RATE_LIMIT)}) as svc:
         svc.wait_for(lambda: requests.get(f"{svc.base_url}/healthz", timeout=2).ok, what="web")
         env = {

@@ -42,15 +42,17 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc.strerror or exc}") from None
         try:
-            total = sum(1 for _ in read_csv(raw)[1])
             console = Console(file=sys.stderr)
+            disable = no_progress or not console.is_terminal
+            # Sizing the bar parses the whole file once more: only when there is a bar.
+            total = None if disable else sum(1 for _ in read_csv(raw)[1])
             with Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 console=console,
-                disable=no_progress or not console.is_terminal,
+                disable=disable,
                 transient=False,
             ) as bar:
                 task = bar.add_task("Checking" if dry_run else "Importing", total=total)
