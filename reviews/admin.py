@@ -46,6 +46,7 @@ from .models import (
     ReviewRequest,
     ReviewSite,
 )
+from .normalize import is_uuid
 from .rendering import preview_message
 from .services.business import POLICY_FIELDS, PROFILE_FIELDS
 from .services.imports import ImportFileError
@@ -302,7 +303,7 @@ class MessageTemplateAdmin(admin.ModelAdmin):
         step = saved.step if saved else data.get("step", "")
         errors: dict[str, list[str]] = {}
         preview = None
-        owner = User.objects.filter(pk=owner_id).first() if _is_uuid(owner_id) else None
+        owner = User.objects.filter(pk=owner_id).first() if is_uuid(owner_id) else None
         if owner is None:
             errors["owner"] = ["Choose the business first."]
         if channel not in Channel.values:
@@ -337,14 +338,7 @@ def _object_from_url(request: HttpRequest) -> MessageTemplate | None:
     """The saved template whose change page asks for the preview (the page's ``_template``
     hidden field), else None (the add page)."""
     pk = request.POST.get("_template")
-    return MessageTemplate.objects.filter(pk=pk).first() if _is_uuid(pk) else None
-
-
-_UUID = re.compile(r"^[0-9a-fA-F-]{32,36}$")
-
-
-def _is_uuid(value) -> bool:
-    return bool(value) and bool(_UUID.match(str(value)))
+    return MessageTemplate.objects.filter(pk=pk).first() if is_uuid(pk) else None
 
 
 def _preview_box(preview, *, errors, template: MessageTemplate | None = None) -> str:

@@ -17,6 +17,7 @@ import json
 import math
 import re
 import unicodedata
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -368,3 +369,13 @@ def _has_surrogate(value: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def is_uuid(value: Any) -> bool:
+    """Whether ``value`` reads as a UUID, as a UUID primary key's lookup will read it (a
+    string that only looks like one would make that lookup fail instead of find nothing)."""
+    try:
+        uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True

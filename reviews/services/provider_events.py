@@ -10,7 +10,6 @@ the message reconciles an ``unknown`` row.
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -22,6 +21,7 @@ from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
 from ..channels.email import email_channel
 from ..channels.sms import UNSUBSCRIBED_CODE, sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
+from ..normalize import is_uuid
 from .opt_outs import contacts_opt_out
 from .sending import advance, after_sent, lock_request_of
 
@@ -179,7 +179,7 @@ def _mark_failed(
 def twilio_status_record(*, message_id: str, sid: str, status: str, error_code: str = "") -> str:
     """A Twilio status callback (``/webhooks/twilio/status/<message id>/``)."""
     outcome = TWILIO_STATUSES.get((status or "").lower())
-    if outcome is None or not _is_uuid(message_id):
+    if outcome is None or not is_uuid(message_id):
         return "unchanged"
     detail = f"Twilio reported the message {status}" + (
         f" (error {error_code})" if error_code else ""
@@ -250,7 +250,7 @@ def _email_message(our_message_id: str, esp_message_id: str) -> Message | None:
     queryset = Message.objects.select_related("review_request__contact").filter(
         channel=Channel.EMAIL
     )
-    if _is_uuid(our_message_id):
+    if is_uuid(our_message_id):
         found = queryset.filter(pk=our_message_id).first()
         if found is not None:
             return found
@@ -377,11 +377,3 @@ def _give_up(message: Message, code: str, detail: str) -> str:
         # Not the address's fault: the request moves on to its next step, if any.
         advance(request, cause=ReviewRequest.Status.FAILED, at=now, locked=True)
     return "failed"
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except (ValueError, TypeError, AttributeError):
-        return False
-    return True

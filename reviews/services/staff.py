@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import UTC
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
+from ..normalize import is_uuid
 from .dispatch import dispatch_kick
 from .sending import lock_request, lock_request_of
 
@@ -29,10 +29,8 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
     ``scheduled``); follow-ups cancelled when it failed stay cancelled. Raises
     ``ResendRefused`` when the row or its request cannot be resent.
     """
-    try:
-        uuid.UUID(str(message_id))
-    except ValueError:
-        raise ResendRefused(f"No message {message_id}.") from None
+    if not is_uuid(message_id):
+        raise ResendRefused(f"No message {message_id}.")
     now = timezone.now()
     with transaction.atomic():
         request = lock_request_of(message_id, load=True)

@@ -236,6 +236,22 @@ def test_template_saved_through_the_service_gets_the_stop_line(staff, business):
     assert "js/template-preview.js" in change
 
 
+def test_preview_endpoint_takes_a_template_id_that_only_looks_like_a_uuid_as_none(staff, business):
+    """A hidden field of 36 hyphens passed the old pattern and made the lookup fail (500)."""
+    page = staff.post(
+        "/admin/reviews/messagetemplate/preview/",
+        {
+            "_template": "-" * 36,
+            "owner": str(business.pk),
+            "channel": "sms",
+            "step": "0",
+            "body": "Hello {first_name} from {business_name}! {review_link}",
+        },
+    )
+    assert page.status_code == 200
+    assert "Hello Jane" in page.content.decode()
+
+
 def test_preview_endpoint_renders_the_draft_with_its_segment_count(staff, business):
     url = "/admin/reviews/messagetemplate/preview/"
     page = staff.post(
