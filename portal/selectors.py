@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -28,15 +27,12 @@ from reviews.models import (
 )
 
 # Shared with the staff admin; re-exported for the portal's views.
+from reviews.selectors import phone_search_digits
 from reviews.selectors import review_request_timeline as review_request_timeline
 
 # --- The dashboard list ---------------------------------------------------------------------------
 
 SEARCH_MAX_LENGTH = 100
-# Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
-# stored E.164 number. Fewer digits than this are searched as text only.
-MIN_PHONE_DIGITS = 4
-_PHONE_LIKE = re.compile(r"^[\d\s()+.\-]+$")
 
 
 def review_requests_list(
@@ -51,7 +47,7 @@ def review_requests_list(
     if status:
         requests = requests.filter(status=status)
     search = search.strip()[:SEARCH_MAX_LENGTH]
-    digits = _phone_digits(search)
+    digits = phone_search_digits(search)
     if digits:
         # "(415) 555-2671" is one phone number, not three words (an e-mail may hold digits too).
         requests = requests.filter(
@@ -70,16 +66,6 @@ def review_requests_list(
         )
         .order_by("-created_at", "-pk")
     )
-
-
-def _phone_digits(search: str) -> str:
-    """The digits to look for in E.164 numbers when ``search`` is written like a phone number;
-    "" otherwise. A national trunk prefix ("020 7946 0958") or an international one ("00 44")
-    is dropped: stored numbers start with the country code."""
-    digits = re.sub(r"\D", "", search)
-    if not _PHONE_LIKE.match(search) or len(digits) < MIN_PHONE_DIGITS:
-        return ""
-    return digits.lstrip("0")
 
 
 def _contact_matches(word: str) -> Q:

@@ -15,7 +15,6 @@ the template form calls as staff type).
 from __future__ import annotations
 
 import json
-import re
 
 from django import forms
 from django.contrib import admin, messages
@@ -397,9 +396,6 @@ class OptedOutFilter(admin.SimpleListFilter):
         }.get(self.value(), queryset)
 
 
-_PHONE_LIKE = re.compile(r"^[\d\s()+.\-]+$")
-
-
 class ImportForm(forms.Form):
     owner = forms.EmailField(
         label="Business (login e-mail)", help_text="The owner the contacts are added for."
@@ -462,11 +458,9 @@ class ContactAdmin(_ReadOnlyAdmin):
 
     def get_search_results(self, request, queryset, search_term):
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        term = search_term.strip()
-        digits = re.sub(r"\D", "", term)
-        if _PHONE_LIKE.match(term) and len(digits) >= 4:
-            # "(415) 555-2671" is stored as +14155552671: match the digits, not the words.
-            results |= queryset.filter(phone__contains=digits.lstrip("0"))
+        # "(415) 555-2671" is stored as +14155552671: match the digits, not the words.
+        if digits := selectors.phone_search_digits(search_term.strip()):
+            results |= queryset.filter(phone__contains=digits)
         return results, may_have_duplicates
 
     def get_urls(self):

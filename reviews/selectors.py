@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -15,6 +16,22 @@ from django.utils import timezone
 from accounts.models import User
 
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
+
+# Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
+# stored E.164 number. Fewer digits than this are searched as text only.
+MIN_PHONE_DIGITS = 4
+_PHONE_LIKE = re.compile(r"^[\d\s()+.\-]+$")
+
+
+def phone_search_digits(search: str) -> str:
+    """The digits to look for in E.164 numbers when ``search`` is written like a phone number;
+    "" otherwise. A national trunk prefix ("020 7946 0958") or an international one ("00 44")
+    is dropped: stored numbers start with the country code. Used by the portal's and the
+    admin's searches."""
+    digits = re.sub(r"\D", "", search)
+    if not _PHONE_LIKE.match(search) or len(digits) < MIN_PHONE_DIGITS:
+        return ""
+    return digits.lstrip("0")
 
 
 def contacts_matching(

@@ -147,6 +147,9 @@ def test_contacts_search_by_phone_written_any_way_and_filter_opted_out(staff, bu
     assert "Olive" in opted and "Phoebe" not in opted
     sms = staff.get("/admin/reviews/contact/", {"channel": "sms"}).content.decode()
     assert "Phoebe" in sms and "Olive" not in sms
+    # All zeros leaves no digits to look for: not a match for every number.
+    zeros = staff.get("/admin/reviews/contact/", {"q": "0000"}).content.decode()
+    assert "Phoebe" not in zeros
 
 
 def test_import_page_runs_the_import_and_shows_the_report(staff, business):
