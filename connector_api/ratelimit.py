@@ -303,17 +303,25 @@ def client_ip(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR", "")[:64] or "unknown"
 
 
+def basic_credentials(request: HttpRequest) -> str | None:
+    """The decoded ``id:secret`` of an HTTP Basic ``Authorization`` header, still form-encoded
+    (RFC 6749 §2.3.1); ``""`` when the header is malformed, ``None`` when it is not Basic."""
+    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        return base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+
+
 def client_id(request: HttpRequest) -> str:
     """The OAuth client id a token or revocation request names (HTTP Basic or the form body).
 
     Never authenticates anything, and never fails: a malformed header or body gives "".
     """
-    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() == "basic":
-        try:
-            decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return ""
+    decoded = basic_credentials(request)
+    if decoded is not None:
         # RFC 6749 §2.3.1: the client id is form-encoded before Basic encoding.
         return unquote_plus(decoded.partition(":")[0])
     if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":

@@ -6,8 +6,6 @@ and ``services``. Each view receives the ``platform`` slug from the URL.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
@@ -35,7 +33,7 @@ from rest_framework.views import APIView
 
 from config.security import strict_page
 from connector_api.openapi import error_responses
-from connector_api.ratelimit import RateLimitedView
+from connector_api.ratelimit import RateLimitedView, basic_credentials
 
 from . import services
 
@@ -253,14 +251,9 @@ _OAUTH_PARAMETERS = (
 
 def _carries_nul(request: HttpRequest) -> bool:
     """Whether a parameter the endpoints read, or the HTTP Basic credentials, hold a NUL."""
-    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() == "basic":
-        try:
-            decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            decoded = ""  # malformed: DOT answers invalid_client
-        if "\x00" in unquote_plus(decoded):
-            return True
+    # A malformed header decodes to "": DOT answers invalid_client.
+    if "\x00" in unquote_plus(basic_credentials(request) or ""):
+        return True
     if request.method != "POST":
         return False
     try:
