@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -91,3 +91,17 @@ def _bump(keys: list[str], ttl: int) -> None:
             extra={"keys": len(keys), "ttl": ttl},
             exc_info=True,
         )
+
+
+def model_values(instance, excluded: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A model instance's column values by attribute name: what a cache entry holds."""
+    return {
+        field.attname: getattr(instance, field.attname)
+        for field in instance._meta.concrete_fields
+        if field.attname not in excluded
+    }
+
+
+def model_from_values(model, values: dict[str, Any]):
+    """A model instance as if loaded from the database; fields not given stay deferred."""
+    return model.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))

@@ -32,7 +32,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
@@ -56,19 +55,6 @@ def _key(digest: str) -> str:
     return f"oauth:token:{digest}"
 
 
-def _field_values(instance, excluded: frozenset[str] = frozenset()) -> dict[str, Any]:
-    return {
-        field.attname: getattr(instance, field.attname)
-        for field in instance._meta.concrete_fields
-        if field.attname not in excluded
-    }
-
-
-def _from_values(model, values: dict[str, Any]):
-    """A model instance as if loaded from the database; fields not given stay deferred."""
-    return model.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))
-
-
 class Lookup:
     """One token's cache state, read once per request (``lookup``)."""
 
@@ -90,10 +76,10 @@ def lookup(raw_token: str) -> tuple[Lookup, tuple[Any, Any] | None]:
     state = Lookup(digest, read)
     if read.value is None:
         return state, None
-    access_token = _from_values(AccessToken, read.value["token"])
+    access_token = versioned_cache.model_from_values(AccessToken, read.value["token"])
     if access_token.is_expired():
         return state, None
-    user = _from_values(get_user_model(), read.value["user"])
+    user = versioned_cache.model_from_values(get_user_model(), read.value["user"])
     access_token._state.fields_cache["user"] = user
     return state, (user, access_token)
 
@@ -110,8 +96,8 @@ def store(state: Lookup, user, access_token) -> None:
         return  # parsed differently from DOT's header parsing: cache nothing
     remaining = int((access_token.expires - timezone.now()).total_seconds())
     value = {
-        "token": _field_values(access_token, _TOKEN_EXCLUDED),
-        "user": _field_values(user, _USER_EXCLUDED),
+        "token": versioned_cache.model_values(access_token, _TOKEN_EXCLUDED),
+        "user": versioned_cache.model_values(user, _USER_EXCLUDED),
     }
     versioned_cache.write(state.read, value, timeout=min(ttl_seconds(), remaining))
 

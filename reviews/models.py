@@ -219,11 +219,12 @@ class BusinessSettings(models.Model):
 
         read = versioned_cache.read(cls.cache_key(owner.pk))
         if read.value is not None:
-            obj = cls.from_db("default", list(read.value), list(read.value.values()))
+            obj = versioned_cache.model_from_values(cls, read.value)
         else:
             obj, _ = cls.objects.get_or_create(owner=owner)
-            values = {f.attname: getattr(obj, f.attname) for f in cls._meta.concrete_fields}
-            versioned_cache.write(read, values, timeout=cls.CACHE_SECONDS)
+            versioned_cache.write(
+                read, versioned_cache.model_values(obj), timeout=cls.CACHE_SECONDS
+            )
         obj.owner = owner  # spare a query for the time zone
         return obj
 
