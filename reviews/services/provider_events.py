@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
 from ..channels.email import email_channel
-from ..channels.sms import UNSUBSCRIBED_CODE, sms_channel
+from ..channels.sms import sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
 from ..normalize import is_uuid
 from .opt_outs import contacts_opt_out
-from .sending import advance, after_sent, lock_request_of
+from .sending import advance, after_failed, after_sent, lock_request_of
 
 logger = logging.getLogger(__name__)
 
@@ -151,17 +151,8 @@ def _mark_failed(
             "last_error_code",
         ]
     )
+    after_failed(message, code=error_code, raw_text=message.last_error, at=at)
     request = message.review_request
-    if message.channel == Channel.SMS and error_code == str(UNSUBSCRIBED_CODE):
-        # The person replied STOP to our number: an opt-out, which ends the request as such.
-        contacts_opt_out(
-            contacts=[request.contact],
-            channel=Channel.SMS,
-            source=Contact.OptOutSource.SMS_REPLY,
-            raw_text=message.last_error[:500],
-            at=at,
-        )
-    advance(request, cause=ReviewRequest.Status.FAILED, at=at, bad_channel=message.channel)
     if suppress:
         # A hard bounce: the request failed (above); the address is never used again.
         contacts_opt_out(

@@ -400,20 +400,26 @@ def record_failure(
                 "last_error_code",
             ]
         )
-        request = message.review_request
-        if message.channel == Channel.SMS and code == str(UNSUBSCRIBED_CODE):
-            # Twilio refuses: the person replied STOP to our number at some point.
-            from .opt_outs import contacts_opt_out
-
-            contacts_opt_out(
-                contacts=[request.contact],
-                channel=Channel.SMS,
-                source=Contact.OptOutSource.SMS_REPLY,
-                raw_text=f"Twilio error {code}: {reason}"[:500],
-                at=now,
-            )
-        advance(request, cause=ReviewRequest.Status.FAILED, at=now, bad_channel=message.channel)
+        after_failed(message, code=code, raw_text=f"Twilio error {code}: {reason}", at=now)
     return SendResult.FAILED
+
+
+def after_failed(message: Message, *, code: str | None, raw_text: str, at: datetime) -> None:
+    """In the transaction that saved ``message`` failed for good (the send path, or a delivery
+    report): a Twilio refusal because the person replied STOP to our number is their SMS
+    opt-out; then the request moves on without this channel, or ends."""
+    request = message.review_request
+    if message.channel == Channel.SMS and code == str(UNSUBSCRIBED_CODE):
+        from .opt_outs import contacts_opt_out
+
+        contacts_opt_out(
+            contacts=[request.contact],
+            channel=Channel.SMS,
+            source=Contact.OptOutSource.SMS_REPLY,
+            raw_text=raw_text[:500],
+            at=at,
+        )
+    advance(request, cause=ReviewRequest.Status.FAILED, at=at, bad_channel=message.channel)
 
 
 def _retry_later(
