@@ -84,8 +84,8 @@ def dispatch_due(
 def _claim_batch(*, now: datetime, size: int, result: DispatchResult) -> list[str]:
     with transaction.atomic():
         ids = list(
-            Message.objects.select_for_update(skip_locked=True)
-            .filter(status=Message.Status.PENDING, due_at__lte=now)
+            _due(now)
+            .select_for_update(skip_locked=True)
             .order_by("due_at", "pk")
             .values_list("pk", flat=True)[:size]
         )
@@ -128,19 +128,29 @@ def _enqueue(message_ids: list[str], queued_at: datetime, result: DispatchResult
             return
 
 
+def _due(now: datetime):
+    return Message.objects.filter(status=Message.Status.PENDING, due_at__lte=now)
+
+
+def _queued_expired(now: datetime):
+    """Queued past the lease: no task claimed it, so nothing was sent."""
+    cutoff = now - timedelta(seconds=settings.DELIVERY_QUEUED_LEASE_SECONDS)
+    return Message.objects.filter(status=Message.Status.QUEUED, updated_at__lt=cutoff)
+
+
+def _sending_expired(now: datetime):
+    """Sending past the lease: a task claimed it and never recorded the outcome."""
+    cutoff = now - timedelta(seconds=settings.DELIVERY_SENDING_LEASE_SECONDS)
+    return Message.objects.filter(status=Message.Status.SENDING, updated_at__lt=cutoff)
+
+
 def recover_expired_leases(*, now: datetime) -> tuple[int, int]:
     """Rows left in flight by a lost task or a dead worker. Returns (requeued, unknown)."""
-    queued_cutoff = now - timedelta(seconds=settings.DELIVERY_QUEUED_LEASE_SECONDS)
-    sending_cutoff = now - timedelta(seconds=settings.DELIVERY_SENDING_LEASE_SECONDS)
     # Queued: no task claimed it, so nothing was sent. Its due_at is unchanged: re-dispatched
     # in this same run. A late duplicate task finds the row claimed again and does nothing.
-    requeued = Message.objects.filter(
-        status=Message.Status.QUEUED, updated_at__lt=queued_cutoff
-    ).update(status=Message.Status.PENDING, updated_at=now)
+    requeued = _queued_expired(now).update(status=Message.Status.PENDING, updated_at=now)
     # Sending: a task claimed it and never recorded the outcome; the provider may have it.
-    unknown = Message.objects.filter(
-        status=Message.Status.SENDING, updated_at__lt=sending_cutoff
-    ).update(
+    unknown = _sending_expired(now).update(
         status=Message.Status.UNKNOWN,
         unknown_at=now,
         updated_at=now,
@@ -169,21 +179,11 @@ class DispatchPreview:
 def dispatch_preview(*, now: datetime | None = None, limit: int = 100) -> DispatchPreview:
     """What ``dispatch_due`` would do now, changing nothing (``dispatch_due --dry-run``)."""
     now = now or timezone.now()
-    due = list(
-        Message.objects.filter(status=Message.Status.PENDING, due_at__lte=now)
-        .select_related("review_request__contact")
-        .order_by("due_at", "pk")[:limit]
-    )
+    due = list(_due(now).select_related("review_request__contact").order_by("due_at", "pk")[:limit])
     return DispatchPreview(
         due=due,
-        queued_expired=Message.objects.filter(
-            status=Message.Status.QUEUED,
-            updated_at__lt=now - timedelta(seconds=settings.DELIVERY_QUEUED_LEASE_SECONDS),
-        ).count(),
-        sending_expired=Message.objects.filter(
-            status=Message.Status.SENDING,
-            updated_at__lt=now - timedelta(seconds=settings.DELIVERY_SENDING_LEASE_SECONDS),
-        ).count(),
+        queued_expired=_queued_expired(now).count(),
+        sending_expired=_sending_expired(now).count(),
         queued_now=Message.objects.filter(status=Message.Status.QUEUED).count(),
     )
 
