@@ -572,21 +572,23 @@ def _advance(
     if any(m.status in _IN_FLIGHT for m in messages):
         return []  # a message is due, in flight or waiting to be reconciled
     first = messages[0] if messages else None
-    if first is not None and first.sent_at is not None:
-        for m in messages:
-            if m.status != Message.Status.PLANNED:
-                continue
-            policy = BusinessSettings.for_owner(request.owner)
-            due = policy.send_time(
-                channel=m.channel, requested=first.sent_at + m.planned_offset, phone=contact.phone
-            ).at
-            m.due_at = due
-            m.save(update_fields=[*m.transition(Message.Status.PENDING, at=at), "due_at"])
-            if due <= timezone.now():
-                from .dispatch import dispatch_kick
+    following = next((m for m in messages if m.status == Message.Status.PLANNED), None)
+    if first is not None and first.sent_at is not None and following is not None:
+        policy = BusinessSettings.for_owner(request.owner)
+        due = policy.send_time(
+            channel=following.channel,
+            requested=first.sent_at + following.planned_offset,
+            phone=contact.phone,
+        ).at
+        following.due_at = due
+        following.save(
+            update_fields=[*following.transition(Message.Status.PENDING, at=at), "due_at"]
+        )
+        if due <= timezone.now():
+            from .dispatch import dispatch_kick
 
-                transaction.on_commit(dispatch_kick)
-            return []
+            transaction.on_commit(dispatch_kick)
+        return []
     return _end(request, cause=cause, at=at, contact=contact, messages=messages)
 
 
