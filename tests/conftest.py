@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings as django_settings
+from django.test import Client
 from django.test.utils import override_settings
 
 from tests.factories import UserFactory
@@ -51,6 +52,14 @@ def _test_settings(tmp_path_factory):
 @pytest.fixture
 def owner(db):
     return UserFactory()
+
+
+@pytest.fixture
+def staff(db):
+    """A client logged in as a superuser (the back office's tests)."""
+    client = Client()
+    client.force_login(UserFactory(is_staff=True, is_superuser=True, email="staff@example.com"))
+    return client
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from reviews.models import BusinessSettings
 from tests.factories import ReviewSiteFactory, UserFactory
@@ -17,10 +16,3 @@ def business(db):
     )
     ReviewSiteFactory(owner=owner, label="Google", url="https://g.page/r/acme/review")
     return owner
-
-
-@pytest.fixture
-def staff(db):
-    client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True, email="staff@example.com"))
-    return client

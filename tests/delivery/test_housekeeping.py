@@ -101,28 +101,21 @@ def test_the_audit_outlives_the_contact(business):
     assert event.contact is None and event.address == request.contact.email
 
 
-@pytest.fixture
-def staff_client(client, django_user_model):
-    staff = django_user_model.objects.create_superuser(email="staff@example.com", password="x" * 12)
-    client.force_login(staff)
-    return client
-
-
-def test_admin_shows_the_sms_segment_count_of_a_template(staff_client, business):
+def test_admin_shows_the_sms_segment_count_of_a_template(staff, business):
     template = MessageTemplate(
         owner=business, channel="sms", step=0, body="{business_name}: {review_link}"
     )
     template.full_clean()
     template.save()
-    page = staff_client.get(f"/admin/reviews/messagetemplate/{template.pk}/change/")
+    page = staff.get(f"/admin/reviews/messagetemplate/{template.pk}/change/")
     assert page.status_code == 200
     assert "1 segment (GSM-7" in page.content.decode()
-    listing = staff_client.get("/admin/reviews/messagetemplate/")
+    listing = staff.get("/admin/reviews/messagetemplate/")
     assert "1 segment (GSM-7" in listing.content.decode()
 
 
-def test_admin_refuses_a_template_without_the_review_link(staff_client, business):
-    response = staff_client.post(
+def test_admin_refuses_a_template_without_the_review_link(staff, business):
+    response = staff.post(
         "/admin/reviews/messagetemplate/add/",
         {"owner": business.pk, "channel": "sms", "step": 0, "subject": "", "body": "Hi"},
     )
@@ -132,6 +125,6 @@ def test_admin_refuses_a_template_without_the_review_link(staff_client, business
 
 
 @pytest.mark.parametrize("model", ["click", "feedback", "optoutevent"])
-def test_engagement_and_audit_rows_are_read_only_in_admin(staff_client, model):
-    assert staff_client.get(f"/admin/reviews/{model}/").status_code == 200
-    assert staff_client.get(f"/admin/reviews/{model}/add/").status_code == 403
+def test_engagement_and_audit_rows_are_read_only_in_admin(staff, model):
+    assert staff.get(f"/admin/reviews/{model}/").status_code == 200
+    assert staff.get(f"/admin/reviews/{model}/add/").status_code == 403

@@ -24,13 +24,6 @@ AccessToken = get_access_token_model()
 RefreshToken = get_refresh_token_model()
 
 
-@pytest.fixture
-def staff():
-    client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
-    return client
-
-
 def test_creating_a_client_shows_its_secret_once_and_stores_only_a_hash(staff):
     response = staff.post(
         "/admin/oauth2_provider/application/add/",
