@@ -23,8 +23,12 @@ class UserManager(BaseUserManager):
         # regardless of how the owner typed it.
         return (email or "").strip().lower()
 
+    def with_email(self, email: str | None):
+        """The users with this e-mail, however it was typed (at most one)."""
+        return self.filter(email__iexact=self.normalize_email(email))
+
     def get_by_natural_key(self, username: str) -> User:
-        return self.get(email__iexact=self.normalize_email(username))
+        return self.with_email(username).get()
 
     def _create_user(self, email: str, password: str | None, **extra) -> User:
         if not email:

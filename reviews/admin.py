@@ -413,7 +413,7 @@ class ImportForm(forms.Form):
 
     def clean_owner(self):
         email = self.cleaned_data["owner"]
-        owner = User.objects.filter(email__iexact=User.objects.normalize_email(email)).first()
+        owner = User.objects.with_email(email).first()
         if owner is None:
             raise ValidationError("No business with this e-mail.")
         return owner

@@ -47,7 +47,7 @@ def business_create(
     Raises ``ValidationError`` (with field names) for bad input; nothing is created then.
     """
     with transaction.atomic():
-        if User.objects.filter(email__iexact=User.objects.normalize_email(email)).exists():
+        if User.objects.with_email(email).exists():
             raise ValidationError({"email": "A business with this e-mail already exists."})
         try:
             password_validation.validate_password(

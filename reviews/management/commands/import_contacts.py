@@ -34,7 +34,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file, owner, dry_run=False, no_progress=False, **options):
-        business = User.objects.filter(email__iexact=User.objects.normalize_email(owner)).first()
+        business = User.objects.with_email(owner).first()
         if business is None:
             raise CommandError(f"No business with the e-mail {owner}.")
         try:
