@@ -14,6 +14,8 @@ from django.http import HttpRequest
 
 from connector_api.ratelimit import client_ip, get_limiter
 
+from .models import UserManager
+
 # Per hour. Counting every attempt, successful or not: a person needs a handful.
 LOGIN_PER_ADDRESS_AND_IP = 10
 LOGIN_PER_IP = 100
@@ -23,7 +25,8 @@ RESET_PER_IP = 20
 
 def _address_key(email: str) -> str:
     # Hashed: the key holds whatever was typed, of any length, and no address in clear.
-    return hashlib.sha256(email.strip().lower().encode("utf-8", "replace")).hexdigest()[:32]
+    address = UserManager.normalize_email(email)
+    return hashlib.sha256(address.encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def _allowed(buckets: dict[str, int]) -> bool:
@@ -31,8 +34,7 @@ def _allowed(buckets: dict[str, int]) -> bool:
     limiter = get_limiter()
     allowed = True
     for bucket, limit in buckets.items():
-        usage = limiter.hit(f"accounts:{bucket}")
-        if usage.enforced and usage.count > limit:
+        if limiter.hit(f"accounts:{bucket}", limit=limit).exceeded:
             allowed = False
     return allowed
 

@@ -238,10 +238,11 @@ class RateLimiter:
         self.store = store
         self.health = Health()
 
-    def hit(self, bucket: str, *, now: float | None = None) -> Usage:
-        """Count one request in ``bucket``. Never raises: a failing store means no limit."""
+    def hit(self, bucket: str, *, limit: int | None = None, now: float | None = None) -> Usage:
+        """Count one request in ``bucket`` against ``limit`` per window (the API's
+        ``RATE_LIMIT_PER_HOUR`` by default). Never raises: a failing store means no limit."""
         now = time.time() if now is None else now
-        limit = settings.RATE_LIMIT_PER_HOUR
+        limit = settings.RATE_LIMIT_PER_HOUR if limit is None else limit
         window = settings.RATE_LIMIT_WINDOW_SECONDS
         try:
             count, ends_at = self.store.incr(
