@@ -264,7 +264,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # At-least-once delivery of tasks; every task is idempotent against database state.
 CELERY_TASK_ACKS_LATE = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=60)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=90)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -472,9 +472,18 @@ if DELIVERY_SENDING_LEASE_SECONDS <= CELERY_TASK_TIME_LIMIT:
         "DELIVERY_SENDING_LEASE_SECONDS must be longer than CELERY_TASK_TIME_LIMIT, or a send "
         "still running would be declared lost"
     )
-if DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT >= CELERY_TASK_SOFT_TIME_LIMIT:
+# Provider calls in flight at once per worker process (threads pool; reviews.services.sending.
+# ProviderSlot): spare threads record outcomes and start the next sends meanwhile. 0: no cap
+# beyond the thread count. A send takes its slot before claiming its row; one that gets none
+# within DELIVERY_PROVIDER_WAIT_SECONDS puts the row back to pending (nothing was sent).
+DELIVERY_PROVIDER_CONCURRENCY = env.int("DELIVERY_PROVIDER_CONCURRENCY", default=0)
+DELIVERY_PROVIDER_WAIT_SECONDS = env.float("DELIVERY_PROVIDER_WAIT_SECONDS", default=10.0)
+_PROVIDER_WAIT = DELIVERY_PROVIDER_WAIT_SECONDS if DELIVERY_PROVIDER_CONCURRENCY > 0 else 0.0
+if _PROVIDER_WAIT + DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT >= CELERY_TASK_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured(
-        "DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT must be below CELERY_TASK_SOFT_TIME_LIMIT"
+        "DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT (+ DELIVERY_PROVIDER_WAIT_SECONDS with "
+        "DELIVERY_PROVIDER_CONCURRENCY set) must be below CELERY_TASK_SOFT_TIME_LIMIT: a send "
+        "stopped by the time limit mid-call has an unknown outcome"
     )
 ANYMAIL.setdefault("REQUESTS_TIMEOUT", (DELIVERY_CONNECT_TIMEOUT, DELIVERY_READ_TIMEOUT))
 # Twilio's API root; tests and benchmarks point the real client at a fake on loopback.

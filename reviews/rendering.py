@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from email.utils import formataddr, parseaddr
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -75,20 +76,34 @@ def owner_template(owner, channel: str, step: int) -> MessageTemplate | None:
     return MessageTemplate.objects.filter(owner=owner, channel=channel, step=step).first()
 
 
-def render_sms(message: Message, policy: BusinessSettings) -> str:
-    request = message.review_request
-    custom = owner_template(request.owner, Channel.SMS, message.step)
-    return sms_text(step=message.step, values=merge_values(request, policy), template=custom)
+# ``template`` of ``render_sms``/``render_email`` not given: look the owner's up.
+LOOK_UP: Any = object()
 
 
-def render_email(message: Message, policy: BusinessSettings) -> RenderedEmail:
+def render_sms(
+    message: Message, policy: BusinessSettings, *, template: MessageTemplate | None = LOOK_UP
+) -> str:
+    """The SMS for ``message``. ``template``: the owner's for this step and channel, or
+    ``None`` for the default, when the caller already read it (the send's claim does)."""
     request = message.review_request
+    if template is LOOK_UP:
+        template = owner_template(request.owner, Channel.SMS, message.step)
+    return sms_text(step=message.step, values=merge_values(request, policy), template=template)
+
+
+def render_email(
+    message: Message, policy: BusinessSettings, *, template: MessageTemplate | None = LOOK_UP
+) -> RenderedEmail:
+    """The e-mail for ``message``; ``template`` as for ``render_sms``."""
+    request = message.review_request
+    if template is LOOK_UP:
+        template = owner_template(request.owner, Channel.EMAIL, message.step)
     return email_parts(
         owner=request.owner,
         policy=policy,
         step=message.step,
         values=merge_values(request, policy),
-        template=owner_template(request.owner, Channel.EMAIL, message.step),
+        template=template,
         unsubscribe_url=request.unsubscribe_url(),
         headers=unsubscribe_headers(request),
     )

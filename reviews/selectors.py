@@ -7,7 +7,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Q
@@ -15,6 +14,7 @@ from django.utils import timezone
 
 from accounts.models import User
 
+from . import rows
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
 
 # Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
@@ -48,18 +48,14 @@ def contacts_matching(
     pair cannot deadlock.
 
     ``advisory_locks`` (PostgreSQL): transaction-scoped advisory lock keys taken, in this
-    order, before the read and in the same round trip: one ``pg_advisory_xact_lock``
-    statement per key, then the ``SELECT``, as one simple-protocol query. PostgreSQL runs its
-    statements one after the other, each with a snapshot of its own (READ COMMITTED), so the
-    read sees every row committed before the last lock was granted, and the locks are taken
-    in the given order (one statement each: a select list's evaluation order is not
-    promised). With server-side parameter binding, which allows one statement per query, the
-    locks go first, one round trip each.
+    order, before the read and in the same round trip (``reviews.rows.run``): one
+    ``pg_advisory_xact_lock`` statement per key, then the ``SELECT``. Each statement has a
+    snapshot of its own (READ COMMITTED), so the read sees every row committed before the last
+    lock was granted, and the locks are taken in the given order (one statement each: a select
+    list's evaluation order is not promised).
 
-    Every API write runs this, so the statement is written once per shape (``_matching_sql``)
-    instead of being compiled by the ORM on each call, and rows are loaded through a plain
-    cursor with the ORM's own converters (``_contact_loading``): the query building and
-    ``RawQuerySet`` were most of the function's CPU.
+    Every API write runs this, so the statement is written once per shape and its rows loaded
+    by ``reviews.rows`` instead of the ORM compiling the query on each call.
     """
     db = connections[DEFAULT_DB_ALIAS]
     if advisory_locks and db.vendor != "postgresql":
@@ -71,57 +67,21 @@ def contacts_matching(
         params.append(email_normalized)
     if phone:
         params.append(phone)
-    together = bool(advisory_locks) and not db.settings_dict["OPTIONS"].get("server_side_binding")
-    sql = _matching_sql(
-        bool(email_normalized), bool(phone), for_update, len(advisory_locks) if together else 0
+    select = _matching_sql(bool(email_normalized), bool(phone), for_update)
+    results = rows.run(
+        [*(("SELECT pg_advisory_xact_lock(%s)", [key]) for key in advisory_locks), (select, params)]
     )
-    with db.cursor() as cursor:
-        if together:
-            cursor.execute(sql, [*advisory_locks, *params])
-            for _ in advisory_locks:
-                cursor.nextset()  # past each lock's empty result, to the SELECT's rows
-        else:
-            for key in advisory_locks:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
-            cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    if not rows:
-        return []
-    attnames, converters = _contact_loading(db.vendor)
-    contacts = []
-    for row in rows:
-        values = list(row)
-        for position, functions, column in converters:
-            for convert in functions:
-                values[position] = convert(values[position], column, db)
-        contacts.append(Contact.from_db(db.alias, attnames, values))
-    return contacts
+    return [rows.load(Contact, row) for row in results[-1]]
 
 
 @functools.cache
-def _contact_loading(vendor: str) -> tuple[list[str], list[tuple[int, list, Any]]]:
-    """What the ORM does to a selected row: each column's database and field converters (as
-    ``SQLCompiler.apply_converters``), and the attribute names for ``Model.from_db``."""
-    db = connections[DEFAULT_DB_ALIAS]
-    fields = Contact._meta.concrete_fields
-    converters = []
-    for position, field in enumerate(fields):
-        column = field.get_col(Contact._meta.db_table)
-        functions = db.ops.get_db_converters(column) + column.get_db_converters(db)
-        if functions:
-            converters.append((position, functions, column))
-    return [field.attname for field in fields], converters
-
-
-@functools.cache
-def _matching_sql(by_email: bool, by_phone: bool, for_update: bool, locks: int) -> str:
-    """The match's ``SELECT``, after ``locks`` advisory lock statements."""
+def _matching_sql(by_email: bool, by_phone: bool, for_update: bool) -> str:
     qn = connection.ops.quote_name
     matches = [f"{qn(column)} = %s" for column, wanted in (
         ("email_normalized", by_email), ("phone", by_phone)) if wanted]  # fmt: skip
-    columns = ", ".join(qn(field.column) for field in Contact._meta.concrete_fields)
-    return "SELECT pg_advisory_xact_lock(%s); " * locks + (
-        f"SELECT {columns} FROM {qn(Contact._meta.db_table)} "
+    return (
+        f"SELECT {rows.columns(Contact, qn(Contact._meta.db_table))} "
+        f"FROM {qn(Contact._meta.db_table)} "
         f"WHERE {qn('owner_id')} = %s AND ({' OR '.join(matches)}) "
         f"ORDER BY {qn('id')}"
         + (" FOR UPDATE" if for_update and connection.features.has_select_for_update else "")

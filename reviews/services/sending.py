@@ -28,8 +28,10 @@ does, ``clicked``/``cancelled`` at once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,17 +41,20 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import (
+    DEFAULT_DB_ALIAS,
     DatabaseError,
     InterfaceError,
     OperationalError,
     close_old_connections,
+    connection,
+    connections,
     transaction,
 )
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .. import rendering
+from accounts.models import User
+
+from .. import rendering, rows
 from ..channels import (
     DeliveryOutcomeUnknown,
     DeliveryRejected,
@@ -59,7 +64,7 @@ from ..channels import (
 )
 from ..channels.email import email_channel
 from ..channels.sms import UNSUBSCRIBED_CODE, sms_channel
-from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
+from ..models import BusinessSettings, Channel, Contact, Message, MessageTemplate, ReviewRequest
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +94,28 @@ def send_message(*, message_id: str) -> str:
     Database reads and writes around the call are retried through a short outage (the claim
     too: if a lost connection had committed it, the retry finds nothing to claim and the lease
     deals with the row); the provider call never is.
+
+    Where the process caps its provider calls (``ProviderSlot``), a slot is taken before the
+    claim and given back as soon as the provider answered: recording the outcome and picking
+    up the next task happen while another send holds it. A send that gets no slot in time
+    puts its row back to pending, unclaimed, for the dispatcher's next sweep.
     """
-    message = _with_db_retry(lambda: _claim(message_id))
-    if message is None:
+    slot = ProviderSlot()
+    if not slot.acquire():
+        _with_db_retry(lambda: _unqueue(message_id))
+        return SendResult.RETRY
+    try:
+        return _send(message_id, slot)
+    finally:
+        slot.release()
+
+
+def _send(message_id: str, slot: ProviderSlot) -> str:
+    claimed = _with_db_retry(lambda: _claim(message_id))
+    if claimed is None:
         return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
-    prepared = _with_db_retry(lambda: _prepare(message))
+    message, template = claimed
+    prepared = _with_db_retry(lambda: _prepare(message, template))
     attempt = message.attempts
     if prepared.render_error:
         _with_db_retry(
@@ -129,7 +151,10 @@ def send_message(*, message_id: str) -> str:
             )
         )
     try:
-        sent = channel.send(prepared.outgoing)  # the only network call; no transaction is open
+        try:
+            sent = channel.send(prepared.outgoing)  # the only network call; no transaction open
+        finally:
+            slot.release()
     except DeliveryRejected as exc:
         return _with_db_retry(
             partial(
@@ -180,53 +205,134 @@ def send_message(*, message_id: str) -> str:
     return SendResult.SENT
 
 
-def _claim(message_id: str) -> Message | None:
-    """``queued → sending``: the claimed row with its request, contact and owner, or ``None``
-    (another worker got it, it was cancelled, or it is gone).
+_slots_lock = threading.Lock()
+_slots: dict[int, threading.BoundedSemaphore] = {}
 
-    One transaction, so the claim and what comes with it cost one commit: the read, the first
-    step's request ``scheduled → sending`` (conditional, before the message: request, then
-    message, like every transaction that changes both), the claim.
+
+class ProviderSlot:
+    """One of this process's ``DELIVERY_PROVIDER_CONCURRENCY`` provider slots, for one send.
+
+    A threaded worker can run more send tasks than it lets call the provider at once: the
+    spare threads record outcomes and start the next tasks while the slots are with the
+    provider, so a slot goes from one call to the next instead of idling through the database
+    work around each send (and a burst never exceeds the provider's own concurrency limit).
+    ``0``: no cap, the thread count is the cap. The slot is taken before the claim, so a row is
+    ``sending`` only while its send is about to call, or calling, the provider.
+    """
+
+    def __init__(self) -> None:
+        size = settings.DELIVERY_PROVIDER_CONCURRENCY
+        self.semaphore = None
+        if size > 0:
+            with _slots_lock:
+                self.semaphore = _slots.setdefault(size, threading.BoundedSemaphore(size))
+        self.held = False
+
+    def acquire(self) -> bool:
+        """Wait up to ``DELIVERY_PROVIDER_WAIT_SECONDS`` for a slot; ``False`` if none came."""
+        if self.semaphore is None:
+            return True
+        self.held = self.semaphore.acquire(timeout=settings.DELIVERY_PROVIDER_WAIT_SECONDS)
+        if not self.held:
+            logger.warning(
+                "no provider slot came free in time; the message goes back to pending",
+                extra={"slots": settings.DELIVERY_PROVIDER_CONCURRENCY},
+            )
+        return self.held
+
+    def release(self) -> None:
+        """Give the slot back (once; later calls do nothing)."""
+        if self.held:
+            self.held = False
+            self.semaphore.release()
+
+
+def _unqueue(message_id: str) -> None:
+    """A queued row this run did not claim goes back to pending (nothing was sent): the next
+    sweep dispatches it again, sooner than its queued lease would."""
+    now = timezone.now()
+    Message.objects.filter(pk=message_id, status=Message.Status.QUEUED).update(
+        status=Message.Status.PENDING, updated_at=now
+    )
+
+
+def _claim(message_id: str) -> tuple[Message, MessageTemplate | None] | None:
+    """``queued → sending``: the claimed row with its request, contact and owner, and the
+    owner's template for its step and channel; ``None`` when there is nothing to claim
+    (another run got it, it was cancelled, or it is gone).
+
+    Four statements, one transaction, one round trip on PostgreSQL (``reviews.rows.run``;
+    written once, not compiled per send): lock the message's request (request before message,
+    the lock order of every transaction that changes both); the claim, a conditional UPDATE
+    that also captures the address (reconciling an unknown outcome looks it up); the first
+    step's request ``scheduled → sending``, only if this claim happened (so a claim that finds
+    nothing changes nothing); the read of everything the send needs.
     """
     now = timezone.now()
-    with transaction.atomic():
-        try:
-            message = Message.objects.select_related(
-                "review_request__contact", "review_request__owner"
-            ).get(pk=message_id)
-        except Message.DoesNotExist:
-            return None
-        if message.status != Message.Status.QUEUED:
-            return None  # a redelivered task, or a row already cancelled: nothing to do
-        request = message.review_request
-        if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
-            ReviewRequest.objects.filter(
-                pk=request.pk, status=ReviewRequest.Status.SCHEDULED
-            ).update(
-                status=ReviewRequest.Status.SENDING,
-                sending_at=Coalesce(F("sending_at"), Value(now)),
-                updated_at=now,
-            )
-        # Captured before the call: reconciling an unknown outcome looks the address up.
-        address = request.contact.address_for(message.channel)
-        # ``attempts`` as read: if another run claimed the row since (and it came back to
-        # queued), this run is the stale one; the row's queued lease re-dispatches it.
-        claimed = Message.objects.filter(
-            pk=message_id, status=Message.Status.QUEUED, attempts=message.attempts
-        ).update(
-            status=Message.Status.SENDING,
-            sending_at=now,
-            updated_at=now,
-            attempts=message.attempts + 1,
-            to_address=address,
-        )
-        if claimed != 1:
-            transaction.set_rollback(True)  # the request's update too
-            return None
-    message.status, message.sending_at, message.updated_at = Message.Status.SENDING, now, now
-    message.attempts += 1
-    message.to_address = address
-    return message
+    db = connections[DEFAULT_DB_ALIAS]
+    pk = Message._meta.pk.get_db_prep_value(message_id, db)
+    at = Message._meta.get_field("sending_at").get_db_prep_value(now, db)
+    lock_sql, claim_sql, start_sql, read_sql = _claim_sql()
+    _, claimed, _, read = rows.run(
+        [
+            (lock_sql, [pk]),
+            (claim_sql, [at, at, Channel.SMS, pk]),
+            (start_sql, [at, at, pk, at]),
+            (read_sql, [pk]),
+        ],
+        atomic=True,
+    )
+    if not claimed or not read:
+        return None
+    return _claimed_row(read[0])
+
+
+@functools.cache
+def _claim_sql() -> tuple[str, str, str, str]:
+    m, r, c, u, t = (
+        connection.ops.quote_name(model._meta.db_table)
+        for model in (Message, ReviewRequest, Contact, User, MessageTemplate)
+    )
+    sending, queued = Message.Status.SENDING, Message.Status.QUEUED
+    lock = f"SELECT 1 FROM {r} WHERE id = (SELECT review_request_id FROM {m} WHERE id = %s)" + (
+        " FOR UPDATE" if connection.features.has_select_for_update else ""
+    )
+    claim = (
+        f"UPDATE {m} SET status = '{sending}', sending_at = %s, updated_at = %s, "
+        "attempts = attempts + 1, to_address = COALESCE((SELECT CASE WHEN "
+        f"{m}.channel = %s THEN c.phone ELSE c.email END FROM {r} r JOIN {c} c "
+        f"ON c.id = r.contact_id WHERE r.id = {m}.review_request_id), '') "
+        f"WHERE id = %s AND status = '{queued}' RETURNING id"
+    )
+    start = (
+        f"UPDATE {r} SET status = '{ReviewRequest.Status.SENDING}', "
+        "sending_at = COALESCE(sending_at, %s), updated_at = %s "
+        f"WHERE status = '{ReviewRequest.Status.SCHEDULED}' AND id = (SELECT review_request_id "
+        f"FROM {m} WHERE id = %s AND step = 0 AND status = '{sending}' AND sending_at = %s)"
+    )
+    read = (
+        f"SELECT {rows.columns(Message, 'm')}, {rows.columns(ReviewRequest, 'r')}, "
+        f"{rows.columns(Contact, 'c')}, {rows.columns(User, 'u')}, "
+        f"{rows.columns(MessageTemplate, 't')} "
+        f"FROM {m} m JOIN {r} r ON r.id = m.review_request_id "
+        f"JOIN {c} c ON c.id = r.contact_id JOIN {u} u ON u.id = r.owner_id "
+        f"LEFT JOIN {t} t ON t.owner_id = r.owner_id AND t.channel = m.channel "
+        "AND t.step = m.step WHERE m.id = %s"
+    )
+    return lock, claim, start, read
+
+
+def _claimed_row(row: tuple) -> tuple[Message, MessageTemplate | None]:
+    """The claim's read: the message, its request with contact and owner, the template."""
+    offset = 0
+    loaded = []
+    for model in (Message, ReviewRequest, Contact, User):
+        loaded.append(rows.load(model, row, offset))
+        offset += rows.width(model)
+    message, request, contact, owner = loaded
+    request.contact, request.owner = contact, owner
+    message.review_request = request
+    return message, rows.load_optional(MessageTemplate, row, offset)
 
 
 @dataclass
@@ -236,12 +342,13 @@ class _Prepared:
     blocked: str = ""
 
 
-def _prepare(message: Message) -> _Prepared:
-    """Render the claimed row and check that it may go out."""
+def _prepare(message: Message, template: MessageTemplate | None) -> _Prepared:
+    """Render the claimed row (``template``: the owner's for its step, read by the claim) and
+    check that it may go out."""
     prepared = _Prepared()
     policy = BusinessSettings.for_owner(message.review_request.owner)
     try:
-        prepared.outgoing = _outgoing(message, policy)
+        prepared.outgoing = _outgoing(message, policy, template)
     except (DatabaseError, InterfaceError):
         raise
     except Exception as exc:  # a broken template or default file: nothing was sent
@@ -252,16 +359,16 @@ def _prepare(message: Message) -> _Prepared:
     return prepared
 
 
-def _outgoing(message: Message, policy: BusinessSettings):
+def _outgoing(message: Message, policy: BusinessSettings, template: MessageTemplate | None):
     address = message.to_address  # captured by the claim
     if message.channel == Channel.SMS:
         return OutgoingSms(
             message_id=str(message.pk),
             to=address,
-            body=rendering.render_sms(message, policy),
+            body=rendering.render_sms(message, policy, template=template),
             status_callback=f"{settings.SITE_URL}/webhooks/twilio/status/{message.pk}/",
         )
-    rendered = rendering.render_email(message, policy)
+    rendered = rendering.render_email(message, policy, template=template)
     return OutgoingEmail(
         message_id=str(message.pk),
         to=address,
@@ -328,11 +435,11 @@ def lock_request(request_id) -> ReviewRequest:
     through the messages). Only the request row is locked: locking the joined owner would
     serialise every send of a business on its user row, and the contact would invert the
     opt-out's lock order (contact, then request)."""
-    return (
-        ReviewRequest.objects.select_for_update(of=("self",))
-        .select_related("contact", "owner")
-        .get(pk=request_id)
-    )
+    pk = ReviewRequest._meta.pk.get_db_prep_value(request_id, connections[DEFAULT_DB_ALIAS])
+    (found,) = rows.run([(_locked_request_sql(), [pk])])
+    if not found:
+        raise ReviewRequest.DoesNotExist(f"no review request {request_id}")
+    return _locked_request_row(found[0])
 
 
 def _recordable(message_id: str, attempt: int):
@@ -340,20 +447,38 @@ def _recordable(message_id: str, attempt: int):
 
 
 def record_sent(*, message_id: str, request_id, attempt: int, sent: Sent, to_address: str) -> str:
+    """The provider accepted the message: ``sent``, then its request moves on (``advance``).
+
+    One transaction; its three statements go in one round trip (``reviews.rows``; written
+    once, not compiled per send): lock the request (with its contact and owner: ``advance``
+    needs them), record the outcome (guarded by the attempt, so a late outcome never
+    overwrites a later attempt), lock and read the request's messages for ``advance``.
+    """
     now = timezone.now()
+    db = connections[DEFAULT_DB_ALIAS]
+    request_pk = ReviewRequest._meta.pk.get_db_prep_value(request_id, db)
+    at = Message._meta.get_field("sent_at").get_db_prep_value(now, db)
+    lock_sql, record_sql, messages_sql = _record_sent_sql()
     with transaction.atomic():
-        request = lock_request(request_id)
-        updated = _recordable(message_id, attempt).update(
-            status=Message.Status.SENT,
-            sent_at=now,
-            updated_at=now,
-            provider=sent.provider,
-            provider_message_id=sent.provider_message_id,
-            to_address=to_address,
-            last_error="",
-            last_error_code="",
+        locked, recorded, messages = rows.run(
+            [
+                (lock_sql, [request_pk]),
+                (
+                    record_sql,
+                    [
+                        at,
+                        at,
+                        sent.provider,
+                        sent.provider_message_id,
+                        to_address,
+                        Message._meta.pk.get_db_prep_value(message_id, db),
+                        attempt,
+                    ],
+                ),
+                (messages_sql, [request_pk]),
+            ]
         )
-        if updated != 1:
+        if not recorded or not locked:
             # A status callback recorded it first (same SID), or staff moved the row on.
             current = Message.objects.filter(pk=message_id).values_list(
                 "status", "provider_message_id"
@@ -363,9 +488,47 @@ def record_sent(*, message_id: str, request_id, attempt: int, sent: Sent, to_add
                 extra={"message_id": message_id, "current": list(current)},
             )
             return SendResult.SENT
-        # The request locked and loaded above: no second read of it or of the message.
-        _request_sent(request, at=now)
+        request = _locked_request_row(locked[0])
+        _request_sent(request, at=now, messages=[rows.load(Message, row) for row in messages])
     return SendResult.SENT
+
+
+@functools.cache
+def _record_sent_sql() -> tuple[str, str, str]:
+    m = connection.ops.quote_name(Message._meta.db_table)
+    recordable = ", ".join(f"'{status}'" for status in _RECORDABLE)
+    for_update = connection.features.has_select_for_update
+    return (
+        _locked_request_sql(),
+        f"UPDATE {m} SET status = '{Message.Status.SENT}', sent_at = %s, updated_at = %s, "
+        "provider = %s, provider_message_id = %s, to_address = %s, last_error = '', "
+        f"last_error_code = '' WHERE id = %s AND attempts = %s AND status IN ({recordable}) "
+        "RETURNING id",
+        f"SELECT {rows.columns(Message, m)} FROM {m} WHERE review_request_id = %s "
+        "ORDER BY step" + (" FOR UPDATE" if for_update else ""),
+    )
+
+
+@functools.cache
+def _locked_request_sql() -> str:
+    """``lock_request``'s statement: the request locked (only its row), with contact, owner."""
+    r, c, u = (
+        connection.ops.quote_name(model._meta.db_table) for model in (ReviewRequest, Contact, User)
+    )
+    return (
+        f"SELECT {rows.columns(ReviewRequest, 'r')}, {rows.columns(Contact, 'c')}, "
+        f"{rows.columns(User, 'u')} FROM {r} r JOIN {c} c ON c.id = r.contact_id "
+        f"JOIN {u} u ON u.id = r.owner_id WHERE r.id = %s"
+        + (" FOR UPDATE OF r" if connection.features.has_select_for_update_of else "")
+    )
+
+
+def _locked_request_row(row: tuple) -> ReviewRequest:
+    request = rows.load(ReviewRequest, row)
+    offset = rows.width(ReviewRequest)
+    request.contact = rows.load(Contact, row, offset)
+    request.owner = rows.load(User, row, offset + rows.width(Contact))
+    return request
 
 
 def record_failure(
@@ -506,8 +669,11 @@ def after_sent(message: Message, *, at: datetime) -> None:
     _request_sent(lock_request(message.review_request_id), at=at)
 
 
-def _request_sent(request: ReviewRequest, *, at: datetime) -> None:
-    """``after_sent`` for a request already locked and loaded with its contact and owner."""
+def _request_sent(
+    request: ReviewRequest, *, at: datetime, messages: list[Message] | None = None
+) -> None:
+    """``after_sent`` for a request already locked and loaded with its contact and owner
+    (``messages``: its messages, locked and read in this transaction, if the caller has)."""
     changed: list[str] = []
     if request.status in (ReviewRequest.Status.SCHEDULED, ReviewRequest.Status.SENDING):
         changed = request.transition(ReviewRequest.Status.SENT, at=at)
@@ -517,7 +683,14 @@ def _request_sent(request: ReviewRequest, *, at: datetime) -> None:
         request.sent_at = at
         changed = ["sent_at", "updated_at"]
     # Saved by advance with its own changes (a last step's "completed"): one UPDATE.
-    advance(request, cause=ReviewRequest.Status.SENT, at=at, locked=True, changed=changed)
+    advance(
+        request,
+        cause=ReviewRequest.Status.SENT,
+        at=at,
+        locked=True,
+        changed=changed,
+        messages=messages,
+    )
 
 
 def advance(
@@ -528,6 +701,7 @@ def advance(
     bad_channel: str | None = None,
     locked: bool = False,
     changed: Sequence[str] = (),
+    messages: list[Message] | None = None,
 ) -> None:
     """Decide what comes next for an active request; call inside a transaction.
 
@@ -537,27 +711,37 @@ def advance(
     ``locked``: ``request`` was just selected for update in this transaction, with its contact
     and owner (the send path), so it is not read again. ``changed``: fields of that locked
     request its caller changed and has not saved yet; saved with the request's own changes
-    here, in one UPDATE.
+    here, in one UPDATE. ``messages``: the locked request's messages in step order, already
+    locked and read in this transaction (``record_sent``), so not read again.
     """
-    if changed and not locked:
-        raise ValueError("changed fields of a request that advance reads again would be lost")
+    if (changed or messages is not None) and not locked:
+        raise ValueError("changed fields or messages of a request advance reads again")
     # An opt-out that commits after this read waits for the request lock, then runs
     # ``advance`` itself with the fresh contact.
     if not locked:
         request = lock_request(request.pk)
-    fields = [*changed, *_advance(request, cause=cause, at=at, bad_channel=bad_channel)]
+    fields = [
+        *changed,
+        *_advance(request, cause=cause, at=at, bad_channel=bad_channel, messages=messages),
+    ]
     if fields:
-        request.save(update_fields=list(dict.fromkeys(fields)))
+        rows.update(request, list(dict.fromkeys(fields)))
 
 
 def _advance(
-    request: ReviewRequest, *, cause: str, at: datetime, bad_channel: str | None
+    request: ReviewRequest,
+    *,
+    cause: str,
+    at: datetime,
+    bad_channel: str | None,
+    messages: list[Message] | None,
 ) -> list[str]:
     """``advance`` on the locked request; returns the request's fields it changed (unsaved)."""
     if not request.is_active:
         return []
     contact = request.contact
-    messages = list(request.messages.select_for_update().order_by("step"))
+    if messages is None:
+        messages = list(request.messages.select_for_update().order_by("step"))
     for m in messages:
         if m.status in Message.CANCELLABLE_STATUSES and (
             m.channel == bad_channel or not contact.can_receive(m.channel)
@@ -568,7 +752,7 @@ def _advance(
                 else _unreachable_reason(contact, m.channel)
             )
             m.last_error = why
-            m.save(update_fields=[*m.transition(Message.Status.CANCELLED, at=at), "last_error"])
+            rows.update(m, [*m.transition(Message.Status.CANCELLED, at=at), "last_error"])
     if any(m.status in _IN_FLIGHT for m in messages):
         return []  # a message is due, in flight or waiting to be reconciled
     first = messages[0] if messages else None
@@ -581,9 +765,7 @@ def _advance(
             phone=contact.phone,
         ).at
         following.due_at = due
-        following.save(
-            update_fields=[*following.transition(Message.Status.PENDING, at=at), "due_at"]
-        )
+        rows.update(following, [*following.transition(Message.Status.PENDING, at=at), "due_at"])
         if due <= timezone.now():
             from .dispatch import dispatch_kick
 

@@ -51,6 +51,10 @@ def test_defaults_write_email_to_the_outbox_and_dispatch_every_two_seconds(tmp_p
     [
         ({"DELIVERY_SENDING_LEASE_SECONDS": "90"}, "must be longer than CELERY_TASK_TIME_LIMIT"),
         ({"DELIVERY_READ_TIMEOUT": "58"}, "below CELERY_TASK_SOFT_TIME_LIMIT"),
+        (
+            {"DELIVERY_PROVIDER_CONCURRENCY": "4", "DELIVERY_PROVIDER_WAIT_SECONDS": "40"},
+            "below CELERY_TASK_SOFT_TIME_LIMIT",
+        ),
     ],
 )
 def test_a_sending_lease_or_timeout_that_would_break_at_most_once_is_refused(
