@@ -414,13 +414,13 @@ def main(argv: list[str] | None = None) -> int:
         "--worker-concurrency",
         type=int,
         default=None,
-        help="dispatcher: send slots (threads) in all workers (default 24)",
+        help="dispatcher: provider slots in all workers (default 24)",
     )
     parser.add_argument(
         "--worker-processes",
         type=int,
         default=None,
-        help="dispatcher: worker processes sharing those threads (default 2)",
+        help="dispatcher: worker processes sharing those slots (default 2)",
     )
     parser.add_argument(
         "--admin-database-url",
