@@ -276,7 +276,7 @@ def _claim(message_id: str) -> tuple[Message, MessageTemplate | None] | None:
     _, claimed, _, read = rows.run(
         [
             (lock_sql, [pk]),
-            (claim_sql, [at, at, Channel.SMS, pk]),
+            (claim_sql, [at, at, pk]),
             (start_sql, [at, at, pk, at]),
             (read_sql, [pk]),
         ],
@@ -300,7 +300,7 @@ def _claim_sql() -> tuple[str, str, str, str]:
     claim = (
         f"UPDATE {m} SET status = '{sending}', sending_at = %s, updated_at = %s, "
         "attempts = attempts + 1, to_address = COALESCE((SELECT CASE WHEN "
-        f"{m}.channel = %s THEN c.phone ELSE c.email END FROM {r} r JOIN {c} c "
+        f"{m}.channel = '{Channel.SMS}' THEN c.phone ELSE c.email END FROM {r} r JOIN {c} c "
         f"ON c.id = r.contact_id WHERE r.id = {m}.review_request_id), '') "
         f"WHERE id = %s AND status = '{queued}' RETURNING id"
     )
