@@ -454,6 +454,11 @@ DISPATCH_INTERVAL_SECONDS = env.float("DISPATCH_INTERVAL_SECONDS", default=2.0)
 # Rows claimed per transaction, and at most this many queued at once (a short broker queue).
 DISPATCH_BATCH_SIZE = env.int("DISPATCH_BATCH_SIZE", default=100)
 DISPATCH_MAX_QUEUED = env.int("DISPATCH_MAX_QUEUED", default=500)
+# Most rows one send task carries (sent one after the other; a small dispatch is spread one row
+# per task): a backlog pays a task's worker overhead once per batch. 1 = a task per row.
+DELIVERY_SEND_BATCH = env.int("DELIVERY_SEND_BATCH", default=8)
+if DELIVERY_SEND_BATCH < 1:
+    raise ImproperlyConfigured("DELIVERY_SEND_BATCH must be at least 1.")
 # A dispatch task older than this is dropped by the worker (the next one does its work).
 DISPATCH_TASK_EXPIRES = max(10.0, DISPATCH_INTERVAL_SECONDS * 5)
 # Rejected-transient sends: retried with exponential backoff and jitter, this many attempts.

@@ -17,17 +17,27 @@ def dispatch_due_messages() -> None:
     services.dispatch_due()
 
 
-@shared_task(name="reviews.tasks.send_message_task", acks_late=True, reject_on_worker_lost=True)
-def send_message_task(message_id: str) -> None:
-    """Thin adapter; the rules live in services.send_message (idempotent).
+@shared_task(name="reviews.tasks.send_messages_task", acks_late=True, reject_on_worker_lost=True)
+def send_messages_task(message_ids: list[str]) -> None:
+    """Thin adapter; the rules live in services.send_messages (idempotent per row).
 
-    ``acks_late`` + ``reject_on_worker_lost``: a task whose worker dies is delivered again. The
-    second run finds its row no longer ``queued`` (the first run claimed it) and does nothing,
-    so a redelivery never sends twice and cannot loop; the row is recovered by its lease.
+    The dispatcher's send task: a few due rows, sent one after the other (Celery's per-task
+    cost is paid once for them). ``acks_late`` + ``reject_on_worker_lost``: a task whose
+    worker dies is delivered again. The second run finds the rows the first one claimed no
+    longer ``queued`` and skips them, so a redelivery never sends twice and cannot loop; a row
+    claimed but not recorded is recovered by its lease.
 
     Then it kicks the dispatcher (at most one kick per second gets through): while rows are
     due, the queue is topped up as fast as workers empty it instead of once per beat interval.
     """
+    services.send_messages(message_ids=message_ids)
+    services.dispatch_kick()
+
+
+@shared_task(name="reviews.tasks.send_message_task", acks_late=True, reject_on_worker_lost=True)
+def send_message_task(message_id: str) -> None:
+    """One row: what versions before ``send_messages_task`` published, kept so that a deploy
+    still runs such tasks found in the broker. Same guarantees."""
     services.send_message(message_id=message_id)
     services.dispatch_kick()
 

@@ -48,7 +48,7 @@ from .provider_events import (
     reconcile_unknown,
     twilio_status_record,
 )
-from .sending import SendResult, send_message
+from .sending import SendResult, send_message, send_messages
 from .staff import (
     ResendRefused,
     SendNowRefused,
@@ -93,6 +93,7 @@ __all__ = [
     "review_site_remove",
     "review_sites_reorder",
     "send_message",
+    "send_messages",
     "sms_reply_record",
     "twilio_status_record",
 ]

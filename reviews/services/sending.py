@@ -100,14 +100,62 @@ def send_message(*, message_id: str) -> str:
     up the next task happen while another send holds it. A send that gets no slot in time
     puts its row back to pending, unclaimed, for the dispatcher's next sweep.
     """
-    slot = ProviderSlot()
-    if not slot.acquire():
-        _with_db_retry(lambda: _unqueue(message_id))
-        return SendResult.RETRY
-    try:
-        return _send(message_id, slot)
-    finally:
-        slot.release()
+    return send_messages(message_ids=[message_id])[0]
+
+
+def send_messages(*, message_ids: Sequence[str]) -> list[str]:
+    """``send_message`` for each row in turn (what one send task carries: the dispatcher
+    groups rows so that a worker pays a task's receive/acknowledge/trace cost once for
+    several sends); returns the outcomes sent so far, in order.
+
+    Each row keeps the single send's guarantees: its own claim, its own provider slot, its own
+    record. A row this run does not get to goes back to pending, unclaimed, for the next
+    sweep: when no provider slot came free in time (the provider is saturated: the rest of
+    the batch would wait too), when another send could overrun the task's soft time limit
+    (the sends before it were slow), or when a send raised (the database stayed away past its
+    retries). A redelivered batch (``acks_late``) skips every row the first run claimed.
+    """
+    started = _clock()
+    results: list[str] = []
+    for index, message_id in enumerate(message_ids):
+        if index and _clock() - started + _send_worst_case() >= _send_budget():
+            _with_db_retry(partial(_unqueue, message_ids[index:]))
+            break
+        slot = ProviderSlot()
+        if not slot.acquire():
+            _with_db_retry(partial(_unqueue, message_ids[index:]))
+            results.append(SendResult.RETRY)
+            break
+        try:
+            results.append(_send(message_id, slot))
+        except BaseException:
+            rest = message_ids[index + 1 :]
+            if rest:
+                try:
+                    _unqueue(rest)
+                except Exception:
+                    logger.warning(
+                        "could not put unsent rows back to pending; their queued lease will",
+                        extra={"count": len(rest)},
+                        exc_info=True,
+                    )
+            raise
+        finally:
+            slot.release()
+    return results
+
+
+_clock = time.monotonic  # a batch's own clock (tests move it)
+
+
+def _send_worst_case() -> float:
+    """The longest one more send may take: a wait for a provider slot, then the call."""
+    wait = settings.DELIVERY_PROVIDER_WAIT_SECONDS if settings.DELIVERY_PROVIDER_CONCURRENCY else 0
+    return wait + settings.DELIVERY_CONNECT_TIMEOUT + settings.DELIVERY_READ_TIMEOUT
+
+
+def _send_budget() -> float:
+    return float(settings.CELERY_TASK_SOFT_TIME_LIMIT)
 
 
 def _send(message_id: str, slot: ProviderSlot) -> str:
@@ -247,11 +295,11 @@ class ProviderSlot:
             self.semaphore.release()
 
 
-def _unqueue(message_id: str) -> None:
-    """A queued row this run did not claim goes back to pending (nothing was sent): the next
-    sweep dispatches it again, sooner than its queued lease would."""
+def _unqueue(message_ids: Sequence[str]) -> None:
+    """Queued rows this run did not claim go back to pending (nothing was sent): the next
+    sweep dispatches them again, sooner than their queued lease would."""
     now = timezone.now()
-    Message.objects.filter(pk=message_id, status=Message.Status.QUEUED).update(
+    Message.objects.filter(pk__in=list(message_ids), status=Message.Status.QUEUED).update(
         status=Message.Status.PENDING, updated_at=now
     )
 

@@ -32,7 +32,7 @@ def test_dispatch_due_dry_run_lists_due_rows_and_claims_nothing(business):
 
 
 def test_dispatch_due_claims(business, monkeypatch):
-    monkeypatch.setattr(tasks.send_message_task, "delay", lambda message_id: None)
+    monkeypatch.setattr(tasks.send_messages_task, "delay", lambda message_ids: None)
     email_request(business)
     assert "claimed 1" in run("dispatch_due")
     assert Message.objects.filter(status="queued").count() == 1

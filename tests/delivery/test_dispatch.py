@@ -22,10 +22,11 @@ def due_messages(owner, n: int) -> list[Message]:
 
 @pytest.fixture
 def enqueued(monkeypatch):
-    """Send tasks published after commit (the broker call itself is Celery's business)."""
+    """Rows of the send tasks published after commit, in order (the broker call itself is
+    Celery's business)."""
     published: list[str] = []
     monkeypatch.setattr(
-        tasks.send_message_task, "delay", lambda message_id: published.append(message_id)
+        tasks.send_messages_task, "delay", lambda message_ids: published.extend(message_ids)
     )
     return published
 
@@ -65,10 +66,10 @@ def test_a_refused_publish_puts_the_rows_back_to_pending_at_once(
 ):
     due_messages(business, 3)
 
-    def broker_down(message_id):
+    def broker_down(message_ids):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(tasks.send_message_task, "delay", broker_down)
+    monkeypatch.setattr(tasks.send_messages_task, "delay", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         result = dispatch_due()
     assert len(result.claimed) == 3 and result.enqueue_failed == 3

@@ -70,7 +70,7 @@ def test_the_whole_flow_publishes_no_long_eta_or_countdown(business, twilio, pub
     message_resend(message_id=str(message.pk))  # on commit: a kick
     names = [name for name, _, _ in published]
     assert "reviews.tasks.dispatch_due_messages" in names
-    assert "reviews.tasks.send_message_task" in names
+    assert "reviews.tasks.send_messages_task" in names
     _assert_short(published)
 
 
