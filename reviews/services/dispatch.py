@@ -47,8 +47,8 @@ class DispatchResult:
 def dispatch_due(
     *, now: datetime | None = None, batch_size: int | None = None, limit: int | None = None
 ) -> DispatchResult:
-    """Recover expired leases, then claim due pending rows in batches and enqueue one send
-    task per row after each batch commits. Idempotent; safe to run concurrently.
+    """Recover expired leases, then claim due pending rows in batches and enqueue their send
+    tasks (``send_batches``) after each batch commits. Idempotent; safe to run concurrently.
 
     At most ``DISPATCH_MAX_QUEUED`` rows are left queued at once, so the broker holds a short
     queue and a row's queued lease measures a lost task, not a long backlog.
