@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 
 from reviews import services, tasks
-from reviews.models import Message
+from reviews.models import BusinessSettings, Message
 from reviews.services import dispatch_due, send_messages, sending
 from reviews.services.dispatch import send_batches
 from tests.delivery.conftest import email_request, sms_request, step
@@ -156,3 +156,26 @@ def test_rows_after_a_send_that_raised_go_back_to_pending(business, twilio, monk
     # The first was sent; the second is left to its lease; the third goes back at once.
     assert statuses == ["sent", "queued", "pending"]
     assert sum(twilio.count(m) for m in claimed) == 1
+
+
+@pytest.mark.django_db
+def test_a_batch_reads_each_owners_settings_once_and_the_next_batch_afresh(
+    business, twilio, monkeypatch
+):
+    for _ in range(3):
+        sms_request(business)
+    claimed = dispatch_due().claimed
+    reads = []
+    real = BusinessSettings.for_owner.__func__
+
+    def counted(cls, owner):
+        reads.append(owner.pk)
+        return real(cls, owner)
+
+    monkeypatch.setattr(BusinessSettings, "for_owner", classmethod(counted))
+    assert send_messages(message_ids=claimed[:2]) == ["sent", "sent"]
+    assert reads == [business.pk]  # two rows, one read
+    # The next batch reads afresh (a change saved in between applies to it).
+    assert send_messages(message_ids=claimed[2:]) == ["sent"]
+    assert reads == [business.pk, business.pk]
+    assert sending._batch.settings is None  # nothing outlives a batch
