@@ -1,0 +1,39 @@
+"""The bench's write path measures its levels in rounds, and takes ratios within a round."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+
+from bench import run
+
+
+def test_levels_run_in_rounds_and_ratios_are_taken_within_each_round(monkeypatch):
+    calls = []
+    # The machine slows down by half between the second and the third round: level after
+    # level, L2 would be measured fast and L4 slow; in rounds, both see the same minutes.
+    speed = {"L2": [1000, 1000, 500], "L4": [400, 400, 200]}
+
+    def fake_wrk(url, script, seconds, args, name, **env):
+        calls.append((name, seconds))
+        if seconds == args.warmup:
+            return run.LoadResult(name, 1, 1, 1, 1, 0, 0)
+        measured = sum(1 for n, s in calls if n == name and s == args.duration) - 1
+        return run.LoadResult(name, speed[name][measured], 1.0, 2.0, 10, 0, 0)
+
+    monkeypatch.setattr(run, "wrk", fake_wrk)
+    args = Namespace(warmup=1, duration=5, repeat=3)
+    (l2, l4), rounds = run.measure_in_rounds(
+        [("u", "write.lua", "L2", {}), ("u", "write.lua", "L4", {})], args
+    )
+    assert calls == [("L2", 1), ("L4", 1)] + [("L2", 5), ("L4", 5)] * 3
+    assert (l2.requests_per_s, l2.runs) == (1000, [1000, 1000, 500])
+    assert (l4.requests_per_s, l4.runs) == (400, [400, 400, 200])
+    assert run.median_ratio(rounds, 1, 0) == 0.4
+
+
+def test_a_median_ratio_of_an_even_number_of_rounds_is_the_mean_of_the_middle_two():
+    def result(rps):
+        return run.LoadResult("x", rps, 1, 1, 1, 0, 0)
+
+    rounds = [[result(100), result(30)], [result(100), result(50)]]
+    assert run.median_ratio(rounds, 1, 0) == 0.4
