@@ -27,6 +27,7 @@ import platform
 import re
 import secrets
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -294,9 +295,7 @@ def measure_in_rounds(
 
 def median_ratio(rounds: list[list[LoadResult]], top: int, bottom: int) -> float:
     """The median over rounds of level ``top``'s req/s over level ``bottom``'s in that round."""
-    ratios = sorted(r[top].requests_per_s / r[bottom].requests_per_s for r in rounds)
-    middle = len(ratios) // 2
-    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    return statistics.median(r[top].requests_per_s / r[bottom].requests_per_s for r in rounds)
 
 
 def at_fixed_rate(url: str, script: str, rate: float, args, name: str, **env: str) -> LoadResult:

@@ -42,13 +42,18 @@ def published(monkeypatch):
     return tasks_sent
 
 
-@pytest.mark.django_db
-def test_a_backlog_is_published_as_batches_after_commit(
-    business, published, settings, django_capture_on_commit_callbacks
-):
+@pytest.fixture
+def backlog(business, settings):
+    """Forty e-mail rows due now, with send tasks of up to 8 rows."""
     settings.DELIVERY_SEND_BATCH = 8
     for _ in range(40):
         email_request(business)
+
+
+@pytest.mark.django_db
+def test_a_backlog_is_published_as_batches_after_commit(
+    backlog, published, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         result = dispatch_due(batch_size=100)
     assert [len(batch) for batch in published] == [2] * 20
@@ -57,11 +62,8 @@ def test_a_backlog_is_published_as_batches_after_commit(
 
 @pytest.mark.django_db
 def test_a_refused_publish_puts_that_batch_and_the_rest_back_to_pending(
-    business, monkeypatch, settings, django_capture_on_commit_callbacks
+    backlog, monkeypatch, django_capture_on_commit_callbacks
 ):
-    settings.DELIVERY_SEND_BATCH = 8
-    for _ in range(40):
-        email_request(business)
     accepted: list[list[str]] = []
 
     def broker_fails_after_three(message_ids):
