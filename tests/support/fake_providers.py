@@ -14,7 +14,8 @@ Every call is recorded with *our* message id (parsed from the Twilio status-call
 from the Postmark metadata), whether the provider accepted it, and when. ``count(id)`` is how
 many times the provider accepted a message: the fault tests assert it is never above one.
 
-Behaviour knobs: ``latency`` (seconds before answering), ``error_rate`` (share of sends answered
+Behaviour knobs: ``latency`` (seconds from a request's arrival to its answer: the fake's own
+parsing is inside it, not added to it), ``error_rate`` (share of sends answered
 503), ``timeout_rate`` (share of sends accepted, then answered only after ``hang_seconds``, past
 the client's read timeout: the "unknown outcome" case), and scripted responses for the next
 calls (``script("twilio", "500")``...). Run it alone for a benchmark:
@@ -51,6 +52,9 @@ TWILIO_SCRIPTS = {
     "21614": (400, 21614, "'To' number is not a valid mobile number"),
     "401": (401, 20003, "Authenticate"),
 }
+
+
+_clock, _sleep = time.monotonic, time.sleep  # the handler's (a test replaces them)
 
 
 @dataclass
@@ -282,6 +286,10 @@ def _handler_for(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format, *args) -> None:  # quiet
             pass
 
+        def parse_request(self) -> bool:
+            self.received = _clock()  # the request line is in: the latency starts here
+            return super().parse_request()
+
         def _read(self) -> bytes:
             length = int(self.headers.get("Content-Length") or 0)
             return self.rfile.read(length) if length else b""
@@ -292,7 +300,7 @@ def _handler_for(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(2)
                 return
             if fake.latency:
-                time.sleep(fake.latency)
+                _sleep(max(0.0, fake.latency - (_clock() - self.received)))
             if outcome == "hang":
                 time.sleep(fake.hang_seconds)
             data = json.dumps(payload).encode()

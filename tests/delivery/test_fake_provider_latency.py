@@ -1,0 +1,33 @@
+"""The fake provider's latency is what the benchmarks' bound assumes: from a request's arrival
+to its answer, with the fake's own parsing inside it rather than added to it."""
+
+from __future__ import annotations
+
+import http.client
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support import fake_providers
+from tests.support.fake_providers import FakeProviders
+
+
+def test_the_fakes_latency_counts_from_the_requests_arrival(monkeypatch):
+    ticks = iter([100.0, 100.004])  # the request line in; its answer ready 4 ms later
+    slept = []
+    monkeypatch.setattr(fake_providers, "_clock", lambda: next(ticks))
+    monkeypatch.setattr(fake_providers, "_sleep", slept.append)
+    with FakeProviders(latency=0.05) as fake:
+        address = urlsplit(fake.url)
+        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=5)
+        connection.request(
+            "POST",
+            "/2010-04-01/Accounts/ACtest/Messages.json",
+            body="To=%2B15005550006&Body=hi",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+    assert response.status == 201
+    assert slept == [pytest.approx(0.046)]
