@@ -13,11 +13,10 @@ from datetime import datetime
 from functools import lru_cache
 
 import requests
+import urllib3
 from django.conf import settings
 from django.utils import timezone
-from requests.adapters import HTTPAdapter
 from twilio.base.exceptions import TwilioException, TwilioRestException
-from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 
 from . import (
@@ -31,6 +30,7 @@ from . import (
     request_never_left,
 )
 from .outbox import sms_path, write_atomically
+from .twilio_http import PooledHttpClient
 
 logger = logging.getLogger(__name__)
 
@@ -172,23 +172,18 @@ def _client(
 ) -> Client:
     """One client per process and configuration, so its HTTP connections are reused.
 
-    The pool keeps up to ``HTTP_POOL_SIZE`` connections per host: twilio's default (cores + 4
-    for https, 10 for http) is below a threaded worker's concurrency, and every send beyond it
-    opened a new connection (a TLS handshake in production) and threw it away afterwards.
+    Its transport is ``PooledHttpClient`` (``twilio_http.py``): the SDK's own requests-based
+    client cost most of a send's CPU in the SDK; this one sends the same request through a
+    urllib3 pool of up to ``HTTP_POOL_SIZE`` connections per host (twilio's default, cores + 4,
+    is below a threaded worker's concurrency), never retried, with the environment's proxy and
+    CA bundle read once.
     """
-    http = TwilioHttpClient()
-    adapter = HTTPAdapter(pool_connections=1, pool_maxsize=HTTP_POOL_SIZE)
-    http.session.mount("https://", adapter)
-    http.session.mount("http://", adapter)
-    # The environment's proxies and CA bundle (``HTTPS_PROXY``, ``NO_PROXY``,
-    # ``REQUESTS_CA_BUNDLE``...) read once here instead of on every send: requests scans the
-    # whole environment for them per request, a sixth of a send's CPU in the SDK.
-    found = http.session.merge_environment_settings(base_url, {}, None, None, None)
-    http.proxy = found["proxies"]
-    http.session.verify = found["verify"]
-    http.session.trust_env = False
-    # (connect, read): requests accepts a pair; the constructor only a single number.
-    http.timeout = (connect_timeout, read_timeout)
+    http = PooledHttpClient(
+        base_url=base_url,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        pool_size=HTTP_POOL_SIZE,
+    )
     client = Client(account_sid, auth_token, http_client=http)
     client.api.base_url = base_url.rstrip("/")  # a fake Twilio on loopback in tests/benchmarks
     return client
@@ -212,7 +207,7 @@ def _transport_error(exc: Exception) -> Exception:
     """No answer from Twilio: refused before sending is transient, anything later unknown."""
     if request_never_left(exc):
         return DeliveryRejected(f"could not connect to Twilio: {exc}", permanent=False)
-    if isinstance(exc, requests.exceptions.ReadTimeout):
+    if isinstance(exc, requests.exceptions.ReadTimeout | urllib3.exceptions.ReadTimeoutError):
         return DeliveryOutcomeUnknown("Twilio did not answer in time (read timeout)")
     if is_http_error(exc):
         return DeliveryOutcomeUnknown(f"connection to Twilio failed mid-request: {exc}")
