@@ -57,8 +57,43 @@ def test_the_paced_level_is_calibrated_then_run_repeat_times_and_its_p99_is_the_
     monkeypatch.setattr(run, "wrk", fake_wrk)
     args = Namespace(warmup=1, duration=10, repeat=3, connections=8)
     paced = run.at_fixed_rate("u", "write.lua", 180.0, args, "L4 at 80%")
-    assert calls == [(4, "44"), (10, "44"), (10, "44"), (10, "44")]
+    # The delay follows each run's pace: 176 req/s for 180 asked shortens it.
+    assert calls == [(4, "44"), (10, "44"), (10, "44"), (10, "43")]
     assert (paced.requests_per_s, paced.p99_ms) == (179, 24.0)
     assert paced.runs == [180, 176, 179]
     assert paced.p99_runs == [22.0, 31.0, 24.0]
     assert paced.non_2xx == 3
+
+
+def test_a_paced_run_that_went_off_the_rate_does_not_count_and_the_delay_is_corrected(
+    monkeypatch,
+):
+    calls = []
+    # The machine sped up after the calibration: the first run offered 200 req/s for 180
+    # asked (the p99 of a run at 89 % of the maximum); the delay is lengthened and run again.
+    measured = iter([(200, 60.0), (178, 24.0), (182, 26.0), (179, 25.0)])
+
+    def fake_wrk(url, script, seconds, args, name, **env):
+        calls.append((seconds, env["BENCH_DELAY_MS"]))
+        if seconds == 4:
+            return run.LoadResult(name, 181, 10.0, 20.0, 700, 0, 0)
+        rps, p99 = next(measured)
+        return run.LoadResult(name, rps, 12.0, p99, rps * 10, 0, 0)
+
+    monkeypatch.setattr(run, "wrk", fake_wrk)
+    args = Namespace(warmup=1, duration=10, repeat=3, connections=8)
+    paced = run.at_fixed_rate("u", "write.lua", 180.0, args, "L4 at 80%")
+    assert calls == [(4, "44"), (10, "44"), (10, "49"), (10, "48"), (10, "49")]
+    assert (paced.runs, paced.off_pace_runs) == ([178, 182, 179], [200])
+    assert (paced.p99_ms, paced.name) == (25.0, "L4 at 80%")
+
+
+def test_when_no_paced_run_keeps_the_rate_all_count_and_the_level_says_so(monkeypatch):
+    def fake_wrk(url, script, seconds, args, name, **env):
+        return run.LoadResult(name, 150 if seconds != 4 else 181, 12.0, 30.0, 1500, 0, 0)
+
+    monkeypatch.setattr(run, "wrk", fake_wrk)
+    args = Namespace(warmup=1, duration=10, repeat=2, connections=8)
+    paced = run.at_fixed_rate("u", "write.lua", 180.0, args, "L4 at 80%")
+    assert paced.runs == [150, 150, 150, 150]  # 2 x repeat runs, none within 5 %
+    assert paced.name == "L4 at 80% (pace not kept)" and paced.off_pace_runs == []
