@@ -325,7 +325,7 @@ def at_fixed_rate(url: str, script: str, rate: float, args, name: str, **env: st
         probe = wrk(url, script, 4, args, name, BENCH_DELAY_MS=str(int(delay)), **env)
         if abs(probe.requests_per_s - rate) / rate < 0.03:
             break
-        delay = max(0.0, delay * probe.requests_per_s / rate)
+        delay = _repaced(delay, probe.requests_per_s, rate)
     runs, off_pace = [], []
     for _ in range(2 * args.repeat):
         measured = wrk(
@@ -336,7 +336,7 @@ def at_fixed_rate(url: str, script: str, rate: float, args, name: str, **env: st
         )
         if len(runs) == args.repeat:
             break
-        delay = max(0.0, delay * measured.requests_per_s / rate)
+        delay = _repaced(delay, measured.requests_per_s, rate)
     counted = runs or off_pace
     result = replace(sorted(counted, key=lambda r: r.p99_ms)[len(counted) // 2])
     if not runs:
@@ -347,6 +347,11 @@ def at_fixed_rate(url: str, script: str, rate: float, args, name: str, **env: st
     result.non_2xx = sum(r.non_2xx for r in counted)
     result.socket_errors = sum(r.socket_errors for r in counted)
     return result
+
+
+def _repaced(delay: float, achieved: float, rate: float) -> float:
+    """wrk's delay scaled by how far a run's pace was from ``rate``."""
+    return max(0.0, delay * achieved / rate)
 
 
 # --- Memory --------------------------------------------------------------------------------------

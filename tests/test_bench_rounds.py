@@ -39,24 +39,29 @@ def test_a_median_ratio_of_an_even_number_of_rounds_is_the_mean_of_the_middle_tw
     assert run.median_ratio(rounds, 1, 0) == 0.4
 
 
-def test_the_paced_level_is_calibrated_then_run_repeat_times_and_its_p99_is_the_median_run(
-    monkeypatch,
-):
-    calls = []
-    # The calibration probe lands within 3 % of the rate at once; the measured runs' p99 are
-    # 22, 31 (a stall of the shared VM in that run) and 24 ms.
-    measured = iter([(180, 22.0), (176, 31.0), (179, 24.0)])
+def paced_run(monkeypatch, measured, *, non_2xx=0):
+    """``at_fixed_rate`` at 180 req/s over fake wrk runs: the calibration probe lands within
+    3 % at once, then each measured run's (req/s, p99) comes from ``measured``. Returns the
+    result and wrk's (seconds, delay) calls."""
+    calls, measured = [], iter(measured)
 
     def fake_wrk(url, script, seconds, args, name, **env):
         calls.append((seconds, env["BENCH_DELAY_MS"]))
         if seconds == 4:
             return run.LoadResult(name, 181, 10.0, 20.0, 700, 0, 0)
         rps, p99 = next(measured)
-        return run.LoadResult(name, rps, 12.0, p99, rps * 10, 1, 0)
+        return run.LoadResult(name, rps, 12.0, p99, rps * 10, non_2xx, 0)
 
     monkeypatch.setattr(run, "wrk", fake_wrk)
     args = Namespace(warmup=1, duration=10, repeat=3, connections=8)
-    paced = run.at_fixed_rate("u", "write.lua", 180.0, args, "L4 at 80%")
+    return run.at_fixed_rate("u", "write.lua", 180.0, args, "L4 at 80%"), calls
+
+
+def test_the_paced_level_is_calibrated_then_run_repeat_times_and_its_p99_is_the_median_run(
+    monkeypatch,
+):
+    # The measured runs' p99 are 22, 31 (a stall of the shared VM in that run) and 24 ms.
+    paced, calls = paced_run(monkeypatch, [(180, 22.0), (176, 31.0), (179, 24.0)], non_2xx=1)
     # The delay follows each run's pace: 176 req/s for 180 asked shortens it.
     assert calls == [(4, "44"), (10, "44"), (10, "44"), (10, "43")]
     assert (paced.requests_per_s, paced.p99_ms) == (179, 24.0)
@@ -68,21 +73,9 @@ def test_the_paced_level_is_calibrated_then_run_repeat_times_and_its_p99_is_the_
 def test_a_paced_run_that_went_off_the_rate_does_not_count_and_the_delay_is_corrected(
     monkeypatch,
 ):
-    calls = []
     # The machine sped up after the calibration: the first run offered 200 req/s for 180
     # asked (the p99 of a run at 89 % of the maximum); the delay is lengthened and run again.
-    measured = iter([(200, 60.0), (178, 24.0), (182, 26.0), (179, 25.0)])
-
-    def fake_wrk(url, script, seconds, args, name, **env):
-        calls.append((seconds, env["BENCH_DELAY_MS"]))
-        if seconds == 4:
-            return run.LoadResult(name, 181, 10.0, 20.0, 700, 0, 0)
-        rps, p99 = next(measured)
-        return run.LoadResult(name, rps, 12.0, p99, rps * 10, 0, 0)
-
-    monkeypatch.setattr(run, "wrk", fake_wrk)
-    args = Namespace(warmup=1, duration=10, repeat=3, connections=8)
-    paced = run.at_fixed_rate("u", "write.lua", 180.0, args, "L4 at 80%")
+    paced, calls = paced_run(monkeypatch, [(200, 60.0), (178, 24.0), (182, 26.0), (179, 25.0)])
     assert calls == [(4, "44"), (10, "44"), (10, "49"), (10, "48"), (10, "49")]
     assert (paced.runs, paced.off_pace_runs) == ([178, 182, 179], [200])
     assert (paced.p99_ms, paced.name) == (25.0, "L4 at 80%")

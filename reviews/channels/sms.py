@@ -12,7 +12,6 @@ import logging
 from datetime import datetime
 from functools import lru_cache
 
-import requests
 import urllib3
 from django.conf import settings
 from django.utils import timezone
@@ -207,7 +206,7 @@ def _transport_error(exc: Exception) -> Exception:
     """No answer from Twilio: refused before sending is transient, anything later unknown."""
     if request_never_left(exc):
         return DeliveryRejected(f"could not connect to Twilio: {exc}", permanent=False)
-    if isinstance(exc, requests.exceptions.ReadTimeout | urllib3.exceptions.ReadTimeoutError):
+    if isinstance(exc, urllib3.exceptions.ReadTimeoutError):  # the transport is urllib3
         return DeliveryOutcomeUnknown("Twilio did not answer in time (read timeout)")
     if is_http_error(exc):
         return DeliveryOutcomeUnknown(f"connection to Twilio failed mid-request: {exc}")

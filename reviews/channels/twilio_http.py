@@ -94,9 +94,14 @@ class PooledHttpClient(HttpClient):
                 raise ValueError(timeout)
             options["timeout"] = urllib3.Timeout(connect=timeout, read=timeout)
         reply = self.pool.request(
-            method, url, body=body, headers=headers, redirect=allow_redirects, retries=False,
+            method,
+            url,
+            body=body,
+            headers=headers,
+            redirect=allow_redirects,
+            retries=False,
             **options,
-        )  # fmt: skip
+        )
         if self.logger.isEnabledFor(logging.INFO):
             self.log_response(reply.status, reply)
         return Response(reply.status, reply.data.decode(_charset(reply), "replace"), reply.headers)
@@ -141,13 +146,13 @@ def _proxy_headers(proxy: str) -> dict[str, str] | None:
 def _tls_options(url: str) -> dict:
     """Verify certificates against the bundle requests would use: ``REQUESTS_CA_BUNDLE`` or
     ``CURL_CA_BUNDLE`` (a file or a directory) if set, else certifi's."""
+    if not url.startswith("https:"):
+        return {}
     bundle = (
         os.environ.get("REQUESTS_CA_BUNDLE")
         or os.environ.get("CURL_CA_BUNDLE")
         or requests.utils.DEFAULT_CA_BUNDLE_PATH
     )
-    if not url.startswith("https:"):
-        return {}
     if os.path.isdir(bundle):
         return {"cert_reqs": "CERT_REQUIRED", "ca_cert_dir": bundle}
     return {"cert_reqs": "CERT_REQUIRED", "ca_certs": bundle}
