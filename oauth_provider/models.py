@@ -49,8 +49,11 @@ class Connection(models.Model):
 
     # The same value as RefreshToken.token_family of every token in the family.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oauth_connections"
+    user = models.ForeignKey(  # indexed by oauth_connection_user_app (user, application)
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="oauth_connections",
+        db_index=False,
     )
     application = models.ForeignKey(
         oauth2_settings.APPLICATION_MODEL,

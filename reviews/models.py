@@ -41,8 +41,11 @@ class ReviewSite(models.Model):
         CUSTOM = "custom", "Other site"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_sites"
+    owner = models.ForeignKey(  # indexed by reviews_site_owner_url_unique (owner, url)
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="review_sites",
+        db_index=False,
     )
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.CUSTOM)
     label = models.CharField(max_length=80, help_text="Shown on the review page, e.g. Google.")
@@ -341,8 +344,8 @@ class Contact(models.Model):
         OWNER = "owner", "Business owner"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="contacts"
+    owner = models.ForeignKey(  # indexed by reviews_contact_recent (owner, -created_at)
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="contacts", db_index=False
     )
     first_name = models.CharField(max_length=100, blank=True)
     last_name = models.CharField(max_length=100, blank=True)
@@ -554,13 +557,20 @@ class ReviewRequest(models.Model):
     }
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_requests"
+    owner = models.ForeignKey(  # indexed by reviews_request_owner_recent (owner, -created_at)
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="review_requests",
+        db_index=False,
     )
-    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="review_requests")
+    contact = models.ForeignKey(  # indexed by reviews_request_contact_recent (contact, ...)
+        Contact, on_delete=models.CASCADE, related_name="review_requests", db_index=False
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.SCHEDULED)
     scheduled_for = models.DateTimeField(help_text="When the first message is due (UTC).")
-    token = models.CharField(max_length=32, unique=True, default=new_public_token, editable=False)
+    # Unique by reviews_request_token_unique (a constraint, not unique=True: that would also
+    # build a LIKE index on PostgreSQL that no query uses and every insert maintains).
+    token = models.CharField(max_length=32, default=new_public_token, editable=False)
     ended_reason = models.CharField(max_length=30, choices=EndedReason.choices, blank=True)
     ended_detail = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -578,6 +588,7 @@ class ReviewRequest(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
+            models.UniqueConstraint(fields=["token"], name="reviews_request_token_unique"),
             models.UniqueConstraint(
                 fields=["contact"],
                 condition=Q(status__in=_ACTIVE_REQUEST_STATUSES),
@@ -723,8 +734,8 @@ class Message(models.Model):
     }
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    review_request = models.ForeignKey(
-        ReviewRequest, on_delete=models.CASCADE, related_name="messages"
+    review_request = models.ForeignKey(  # indexed by reviews_message_request_step_unique
+        ReviewRequest, on_delete=models.CASCADE, related_name="messages", db_index=False
     )
     step = models.PositiveSmallIntegerField(help_text="0: the first message; 1, 2...: follow-ups.")
     channel = models.CharField(max_length=10, choices=Channel.choices)
@@ -847,8 +858,11 @@ class MessageTemplate(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="message_templates"
+    owner = models.ForeignKey(  # indexed by reviews_template_owner_channel_step
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="message_templates",
+        db_index=False,
     )
     channel = models.CharField(max_length=10, choices=Channel.choices)
     step = models.PositiveSmallIntegerField(
@@ -950,8 +964,8 @@ class Click(models.Model):
     """
 
     id = models.BigAutoField(primary_key=True)
-    review_request = models.ForeignKey(
-        ReviewRequest, on_delete=models.CASCADE, related_name="clicks"
+    review_request = models.ForeignKey(  # indexed by reviews_click_request
+        ReviewRequest, on_delete=models.CASCADE, related_name="clicks", db_index=False
     )
     site = models.ForeignKey(
         ReviewSite, on_delete=models.SET_NULL, null=True, blank=True, related_name="clicks"
@@ -1014,8 +1028,11 @@ class OptOutEvent(models.Model):
         OPT_IN = "opt_in", "Opted back in"
 
     id = models.BigAutoField(primary_key=True)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="opt_out_events"
+    owner = models.ForeignKey(  # indexed by reviews_optout_address (owner, address)
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="opt_out_events",
+        db_index=False,
     )
     contact = models.ForeignKey(
         Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="opt_out_events"

@@ -110,6 +110,13 @@ def test_database_refuses_an_ended_request_without_ended_at(owner):
     _integrity_error(lambda: ReviewRequestFactory(status=ReviewRequest.Status.CANCELLED))
 
 
+def test_database_refuses_two_requests_with_one_public_token(owner):
+    first = ReviewRequestFactory(contact=ContactFactory(owner=owner))
+    _integrity_error(
+        lambda: ReviewRequestFactory(contact=ContactFactory(owner=owner), token=first.token)
+    )
+
+
 def test_transition_stamps_each_status_the_first_time_and_the_end():
     request = ReviewRequest(status=ReviewRequest.Status.SCHEDULED)
     request.transition("sending", at=AT)
