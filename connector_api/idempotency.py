@@ -5,7 +5,9 @@ a client sends a key derived from its input, and we answer a repeat with the fir
 
 * first request with a key: the key is claimed (row ``in_progress``) by one committed
   ``INSERT ... ON CONFLICT DO NOTHING`` statement, the work runs, and its response is stored
-  (``done``);
+  (``done``), in the work's own transaction where the handler offers one (so the work and its
+  stored response commit together: a crash between them cannot leave work done with no
+  response to replay), else right after;
 * same key, same body (sha256 of the canonical JSON, so key order and whitespace do not
   matter): the stored status and body, with ``Idempotent-Replayed: true``;
 * same key, different body: 422 ``idempotency_key_reused``;
@@ -59,14 +61,24 @@ def ttl() -> timedelta:
     return timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
 
 
-def idempotent(request: Request, *, endpoint: str, handler: Callable[[], Response]) -> Response:
+StoreResponse = Callable[[int, Any], None]
+
+
+def idempotent(
+    request: Request, *, endpoint: str, handler: Callable[[StoreResponse | None], Response]
+) -> Response:
     """Run ``handler`` at most once per (user, ``Idempotency-Key``); no header: just run it.
+
+    ``handler`` gets ``store(status, body)`` (``None`` without a key). A handler whose work
+    is one transaction calls it inside that transaction, as its last write, with the response
+    it is about to return: the response then commits with the work, with no commit of its
+    own. A handler that does not call it has its response stored after it returns.
 
     ``request.data`` must already be parsed (a body that is not JSON never claims a key).
     """
     key = request.headers.get(HEADER)
     if key is None:
-        return handler()
+        return handler(None)
     if not 0 < len(key) <= MAX_KEY_LENGTH or not _KEY_CHARS.fullmatch(key):
         raise ApiError(
             400,
@@ -84,13 +96,24 @@ def idempotent(request: Request, *, endpoint: str, handler: Callable[[], Respons
     if claim.replay is not None:
         status, body = claim.replay
         return Response(body, status=status, headers={REPLAYED_HEADER: "true"})
+    stored: list[int] = []
+
+    def store(status: int, body: Any) -> None:
+        idempotency_key_complete(claim=claim.row, status=status, body=body)
+        stored.append(status)
+
     try:
-        response = handler()
+        response = handler(store)
     except BaseException:
         # Validation failures (400) and crashes (500) are not stored: a retry runs afresh.
+        # (A response stored in a transaction that then rolled back went with it.)
         idempotency_key_release(claim=claim.row)
         raise
-    if response.status_code >= 500:
+    if stored:
+        # The last store is the one that committed (a retried transaction stores again).
+        if stored[-1] != response.status_code:
+            raise RuntimeError("the stored Idempotency-Key response is not the one returned")
+    elif response.status_code >= 500:
         idempotency_key_release(claim=claim.row)
     else:
         idempotency_key_complete(claim=claim.row, status=response.status_code, body=response.data)

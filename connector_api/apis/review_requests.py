@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
+from connector_api.idempotency import HEADER, REPLAYED_HEADER, StoreResponse, idempotent
 from connector_api.openapi import (
     REVIEW_REQUEST_EXAMPLE,
     ContactRequest,
@@ -120,21 +120,37 @@ class SendReviewRequestApi(RateLimitedView, APIView):
     def post(self, request: Request, platform: str) -> Response:
         if not isinstance(request.data, dict):
             raise ParseError("The request body must be a JSON object.")
-        return idempotent(request, endpoint=ENDPOINT, handler=lambda: self._add(request))
+        return idempotent(
+            request, endpoint=ENDPOINT, handler=lambda store: self._add(request, store)
+        )
 
-    def _add(self, request: Request) -> Response:
+    def _add(self, request: Request, store: StoreResponse | None) -> Response:
         serializer = self.InputSerializer(
             data=request.data, context={"default_region": request.user.default_region}
         )
         serializer.is_valid(raise_exception=True)
+        answer: list[tuple[int, dict[str, Any]]] = []
+
+        def respond(result: AddContactResult) -> None:
+            # In add_contact's transaction: the Idempotency-Key's response commits with the
+            # contact and request (one commit per request, not two).
+            status, body = 201 if result.created else 200, review_request_body(result)
+            if store is not None:
+                store(status, body)
+            answer.append((status, body))
+
         try:
-            result = add_contact(
-                owner=request.user, data=serializer.validated_data, source=Contact.Source.API
+            add_contact(
+                owner=request.user,
+                data=serializer.validated_data,
+                source=Contact.Source.API,
+                before_commit=respond,
             )
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the spec's strings and nulls: OutputSerializer documents it.
-        return Response(review_request_body(result), status=201 if result.created else 200)
+        status, body = answer[-1]
+        return Response(body, status=status)
 
 
 def review_request_body(result: AddContactResult) -> dict[str, Any]:

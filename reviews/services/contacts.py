@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -115,6 +116,7 @@ def add_contact(
     data: Mapping[str, Any] | ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
+    before_commit: Callable[[AddContactResult], None] | None = None,
 ) -> AddContactResult:
     """Add or update a contact and give them at most one scheduled review request.
 
@@ -142,6 +144,10 @@ def add_contact(
 
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
     import reads them once per batch instead of once per row).
+
+    ``before_commit``: called with the result as the transaction's last step, so that what it
+    writes commits (or rolls back) with the contact and request: the API stores its
+    ``Idempotency-Key`` response this way. If it raises, nothing is written.
     """
     if isinstance(data, ContactInput):
         clean = data  # parsed by the caller (the API's input serializer)
@@ -149,89 +155,111 @@ def add_contact(
         clean = clean_contact_input(data, default_region=owner.default_region)
     if policy is None:
         policy = BusinessSettings.for_owner(owner)
+    once = partial(
+        _add_contact_once,
+        owner=owner,
+        clean=clean,
+        policy=policy,
+        source=source,
+        before_commit=before_commit,
+    )
     try:
-        return _add_contact_once(owner=owner, clean=clean, policy=policy, source=source)
+        return once()
     except IntegrityError:
         # The other transaction has committed by the time our insert failed: a second run
         # sees its contact and request, and deduplicates onto them.
-        return _add_contact_once(owner=owner, clean=clean, policy=policy, source=source)
+        return once()
 
 
 def _add_contact_once(
-    *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
+    *,
+    owner: User,
+    clean: ContactInput,
+    policy: BusinessSettings,
+    source: str,
+    before_commit: Callable[[AddContactResult], None] | None,
 ) -> AddContactResult:
     with transaction.atomic():
-        now = timezone.now().replace(microsecond=0)
-        matches = selectors.contacts_matching(
-            owner=owner,
-            email_normalized=clean.email_normalized,
-            phone=clean.phone,
-            for_update=True,
-            advisory_locks=_dedup_lock_keys(owner=owner, clean=clean),
+        result = _add_contact_in_transaction(owner=owner, clean=clean, policy=policy, source=source)
+        if before_commit is not None:
+            before_commit(result)
+    return result
+
+
+def _add_contact_in_transaction(
+    *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
+) -> AddContactResult:
+    now = timezone.now().replace(microsecond=0)
+    matches = selectors.contacts_matching(
+        owner=owner,
+        email_normalized=clean.email_normalized,
+        phone=clean.phone,
+        for_update=True,
+        advisory_locks=_dedup_lock_keys(owner=owner, clean=clean),
+    )
+    by_email = next(
+        (c for c in matches if clean.email_normalized == c.email_normalized != ""), None
+    )
+    by_phone = next((c for c in matches if clean.phone == c.phone != ""), None)
+    notes: list[str] = []
+    contact = by_email or by_phone
+    contact_created = contact is None
+    if contact is None:
+        # Inserted together with its request below (or saved alone if it gets none).
+        contact = Contact(owner=owner, source=source)
+        contact.apply_input(clean)
+    else:
+        take_phone = by_phone is None or by_phone.pk == contact.pk
+        matched_by = "e-mail" if contact is by_email else "phone number"
+        changed = contact.apply_input(clean, take_phone=take_phone)
+        if changed:
+            contact.save(update_fields=changed)
+        notes.append(
+            f"Matched the existing contact by {matched_by}"
+            + ("; details updated." if changed else "; nothing to update.")
         )
-        by_email = next(
-            (c for c in matches if clean.email_normalized == c.email_normalized != ""), None
-        )
-        by_phone = next((c for c in matches if clean.phone == c.phone != ""), None)
-        notes: list[str] = []
-        contact = by_email or by_phone
-        contact_created = contact is None
-        if contact is None:
-            # Inserted together with its request below (or saved alone if it gets none).
-            contact = Contact(owner=owner, source=source)
-            contact.apply_input(clean)
-        else:
-            take_phone = by_phone is None or by_phone.pk == contact.pk
-            matched_by = "e-mail" if contact is by_email else "phone number"
-            changed = contact.apply_input(clean, take_phone=take_phone)
-            if changed:
-                contact.save(update_fields=changed)
+        if not take_phone:
             notes.append(
-                f"Matched the existing contact by {matched_by}"
-                + ("; details updated." if changed else "; nothing to update.")
+                f"The phone number {clean.phone} belongs to another contact "
+                f"({by_phone.display_name}), so it was not added to this one."
             )
-            if not take_phone:
-                notes.append(
-                    f"The phone number {clean.phone} belongs to another contact "
-                    f"({by_phone.display_name}), so it was not added to this one."
-                )
 
-        if not contact_created:
-            blocking = selectors.review_request_blocking(
-                contact=contact, now=now, cooldown=policy.cooldown
-            )
-            if blocking is not None:
-                return _existing(contact, blocking, policy, notes)
+    if not contact_created:
+        blocking = selectors.review_request_blocking(
+            contact=contact, now=now, cooldown=policy.cooldown
+        )
+        if blocking is not None:
+            return _existing(contact, blocking, policy, notes)
 
-        steps = policy.plan_steps(contact)
-        if not steps:
-            if contact_created:
-                contact.save()
-            return _opted_out(owner, contact, contact_created, now, notes)
+    steps = policy.plan_steps(contact)
+    if not steps:
+        if contact_created:
+            contact.save()
+        return _opted_out(owner, contact, contact_created, now, notes)
 
-        delay = clean.delay_hours if clean.delay_hours is not None else policy.default_delay_hours
-        send = policy.send_time(
-            channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
-        )
-        review_request = ReviewRequest(owner=owner, contact=contact, scheduled_for=send.at)
-        # One statement for the new rows (reviews/inserts.py): the write path's main cost.
-        insert_together(
-            [contact] if contact_created else [],
-            [review_request],
-            messages_for(review_request, steps, due_at=send.at),
-        )
-        if send.at <= now:
-            # Latency only: a worker dispatches right after commit instead of at the next
-            # beat sweep, which stays the safety net if this kick is lost.
-            transaction.on_commit(dispatch_kick)
-        return AddContactResult(
-            review_request=review_request,
-            contact=contact,
-            outcome=AddContactOutcome.SCHEDULED,
-            created=True,
-            contact_created=contact_created,
-            message=_scheduled_message(contact, steps, send, notes),
-        )
+    delay = clean.delay_hours if clean.delay_hours is not None else policy.default_delay_hours
+    send = policy.send_time(
+        channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
+    )
+    review_request = ReviewRequest(owner=owner, contact=contact, scheduled_for=send.at)
+    # One statement for the new rows (reviews/inserts.py): the write path's main cost.
+    insert_together(
+        [contact] if contact_created else [],
+        [review_request],
+        messages_for(review_request, steps, due_at=send.at),
+    )
+    if send.at <= now:
+        # Latency only: a worker dispatches right after commit instead of at the next
+        # beat sweep, which stays the safety net if this kick is lost.
+        transaction.on_commit(dispatch_kick)
+    return AddContactResult(
+        review_request=review_request,
+        contact=contact,
+        outcome=AddContactOutcome.SCHEDULED,
+        created=True,
+        contact_created=contact_created,
+        message=_scheduled_message(contact, steps, send, notes),
+    )
 
 
 def _dedup_lock_keys(*, owner: User, clean: ContactInput) -> list[int]:

@@ -118,6 +118,46 @@ def test_a_server_error_leaves_no_stored_response(api, monkeypatch):
     assert "Idempotent-Replayed" not in retry
 
 
+def test_the_response_is_stored_in_the_transaction_of_the_work(api, monkeypatch):
+    """The contact, its request and the stored response commit together: if storing the
+    response fails, the work is undone too, so a retry runs it afresh and answers what the
+    first would have (201), instead of finding the contact and answering 200."""
+    import connector_api.idempotency as idempotency
+
+    def refuse(**kwargs):
+        raise RuntimeError("the database went away while storing the response")
+
+    monkeypatch.setattr(idempotency, "idempotency_key_complete", refuse)
+    api.raise_request_exception = False
+    assert post(api).status_code == 500
+    assert not ReviewRequest.objects.exists()
+    assert not IdempotencyKey.objects.exists()
+
+    monkeypatch.undo()
+    retry = post(api)
+    assert retry.status_code == 201
+    assert ReviewRequest.objects.count() == 1
+    assert post(api).json() == retry.json()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_commit_carries_the_rows_and_the_stored_response(api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    post(api, {"email": "first@example.com"}, key="first")  # the owner's settings are created
+    with CaptureQueriesContext(connection) as queries:
+        assert post(api).status_code == 201
+    sql = [q["sql"] for q in queries.captured_queries]
+    store = next(i for i, q in enumerate(sql) if q.startswith('UPDATE "connector_api_idem'))
+    commits = [i for i, q in enumerate(sql) if q == "COMMIT"]
+    # The claim commits by itself first (a concurrent retry sees it: 409); then one
+    # transaction writes the rows and the response.
+    assert len(commits) == 1
+    assert commits[0] > store
+    assert IdempotencyKey.objects.get(key="order-1001").state == IdempotencyKey.State.DONE
+
+
 def test_a_deduplicated_200_is_replayed_as_200(api):
     post(api, key="first")
     dedup = post(api, key="second")
@@ -185,3 +225,4 @@ def test_purge_task_runs_hourly_from_beat(api):
     IdempotencyKey.objects.update(created_at=timezone.now() - timedelta(days=4))
     assert tasks.purge_idempotency_keys() == 1
     assert not IdempotencyKey.objects.exists()
+
