@@ -108,7 +108,15 @@ def _settle(ids: list[str], timeout: float) -> dict:
     return {
         str(row["pk"]): row
         for row in Message.objects.filter(pk__in=ids).values(
-            "pk", "status", "due_at", "queued_at", "sending_at", "sent_at", "attempts"
+            "pk",
+            "status",
+            "due_at",
+            "queued_at",
+            "sending_at",
+            "sent_at",
+            "attempts",
+            "last_error_code",
+            "last_error",
         )
     }
 
@@ -136,6 +144,7 @@ def _phase_report(name: str, ids: list[str], rows: dict, fake, bound: float) -> 
         "retried": sum(1 for r in rows.values() if r["attempts"] > 1),
         "lateness_p50_s": round(_percentile(lateness, 0.50), 2),
         "lateness_p99_s": round(_percentile(lateness, 0.99), 2),
+        "not_sent": _not_sent(rows, counts),
     }
     # Claim to recorded outcome, inside one send task: the provider's latency plus our own
     # statements around it. The bound assumes a slot is busy for the provider's latency only.
@@ -152,6 +161,30 @@ def _phase_report(name: str, ids: list[str], rows: dict, fake, bound: float) -> 
         report["messages_per_s"] = round(len(sent) / seconds, 1)
         report["ratio_to_bound"] = round(len(sent) / seconds / bound, 2)
     return report
+
+
+def _not_sent(rows: dict, counts: dict) -> list[dict]:
+    """Rows that settled other than sent (``unknown``, ``failed``, ...), grouped by status and
+    error code, with whether the fake provider had accepted them and one error text: an
+    unknown outcome is neither lost nor a duplicate, but it needs reconciling, and the run's
+    worker logs go with its temporary directory."""
+    groups: dict[tuple[str, str], dict] = {}
+    for message_id, row in rows.items():
+        if row["status"] in ("sent", "delivered", "pending", "queued", "sending"):
+            continue
+        group = groups.setdefault(
+            (row["status"], row["last_error_code"]),
+            {
+                "status": row["status"],
+                "code": row["last_error_code"],
+                "count": 0,
+                "accepted_by_provider": 0,
+                "example": row["last_error"][:300],
+            },
+        )
+        group["count"] += 1
+        group["accepted_by_provider"] += counts.get(message_id, 0) > 0
+    return sorted(groups.values(), key=lambda g: -g["count"])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -356,3 +389,10 @@ def print_dispatcher_table(report: dict) -> None:
         "cpu ms: worker CPU per message (PostgreSQL, beat and the fake provider not included)"
     )
     print(f"  peak RSS per worker process (MB): {report['peak_rss_mb']['worker']}")
+    for phase, _ in rows:
+        for group in phase.get("not_sent", []):
+            print(
+                f"  {phase['phase']}: {group['count']} {group['status']} "
+                f"({group['code'] or 'no code'}; {group['accepted_by_provider']} of them accepted "
+                f"by the provider): {group['example']}"
+            )
