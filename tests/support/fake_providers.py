@@ -93,7 +93,7 @@ class FakeProviders:
         self._calls: list[Call] = []
         self._messages: dict[str, dict] = {}  # Twilio SID -> message resource
         self._scripts: dict[str, deque[str]] = {"twilio": deque(), "postmark": deque()}
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._server = _Server(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -274,6 +274,14 @@ class FakeProviders:
 
     def snapshot(self) -> dict:
         return {"calls": [asdict(c) for c in self.calls], "counts": dict(self.counts())}
+
+
+class _Server(ThreadingHTTPServer):
+    # The standard library listens with a backlog of 5: a burst of new connections (a drain
+    # opening every worker's pool at once) overflowed it, and the kernel reset connections
+    # whose request was already written, which the client must record as an unknown outcome.
+    # A provider's backlog is not 5; the kernel caps this at net.core.somaxconn.
+    request_queue_size = 1024
 
 
 def _handler_for(fake: FakeProviders) -> type[BaseHTTPRequestHandler]:
