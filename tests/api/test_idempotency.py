@@ -225,4 +225,3 @@ def test_purge_task_runs_hourly_from_beat(api):
     IdempotencyKey.objects.update(created_at=timezone.now() - timedelta(days=4))
     assert tasks.purge_idempotency_keys() == 1
     assert not IdempotencyKey.objects.exists()
-
