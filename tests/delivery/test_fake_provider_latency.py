@@ -12,6 +12,19 @@ from tests.support import fake_providers
 from tests.support.fake_providers import FakeProviders
 
 
+def _create_message(connection: http.client.HTTPConnection) -> http.client.HTTPResponse:
+    """One Twilio "create message" call, its body read."""
+    connection.request(
+        "POST",
+        "/2010-04-01/Accounts/ACtest/Messages.json",
+        body="To=%2B15005550006&Body=hi",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    response = connection.getresponse()
+    response.read()
+    return response
+
+
 def test_the_fakes_latency_counts_from_the_requests_arrival(monkeypatch):
     ticks = iter([100.0, 100.004])  # the request line in; its answer ready 4 ms later
     slept = []
@@ -20,14 +33,7 @@ def test_the_fakes_latency_counts_from_the_requests_arrival(monkeypatch):
     with FakeProviders(latency=0.05) as fake:
         address = urlsplit(fake.url)
         connection = http.client.HTTPConnection(address.hostname, address.port, timeout=5)
-        connection.request(
-            "POST",
-            "/2010-04-01/Accounts/ACtest/Messages.json",
-            body="To=%2B15005550006&Body=hi",
-            headers={"Content-Type": "application/x-www-form-urlencoded"},
-        )
-        response = connection.getresponse()
-        response.read()
+        response = _create_message(connection)
         connection.close()
     assert response.status == 201
     assert slept == [pytest.approx(0.046)]
@@ -40,10 +46,8 @@ def test_the_fake_takes_a_burst_of_new_connections_as_a_provider_would():
     artifact: 11 of 20,000 in one drain). A provider's backlog is not 5."""
     import threading
 
-    from tests.support.fake_providers import FakeProviders as Fake
-
     burst, errors, statuses = 64, [], []
-    with Fake(latency=0.05) as fake:
+    with FakeProviders(latency=0.05) as fake:
         address = urlsplit(fake.url)
         start = threading.Barrier(burst)
 
@@ -51,15 +55,7 @@ def test_the_fake_takes_a_burst_of_new_connections_as_a_provider_would():
             connection = http.client.HTTPConnection(address.hostname, address.port, timeout=10)
             try:
                 start.wait()
-                connection.request(
-                    "POST",
-                    "/2010-04-01/Accounts/ACtest/Messages.json",
-                    body="To=%2B15005550006&Body=hi",
-                    headers={"Content-Type": "application/x-www-form-urlencoded"},
-                )
-                response = connection.getresponse()
-                response.read()
-                statuses.append(response.status)
+                statuses.append(_create_message(connection).status)
             except OSError as exc:
                 errors.append(exc)
             finally:
