@@ -44,6 +44,10 @@ STALL_SECONDS = 30  # no row left the in-flight states for this long: what remai
 
 TARGETS = {"throughput_over_bound": 0.9, "lateness_p99_s": 5.0}
 
+# Final statuses of a row the provider took, and the statuses of a row still on its way.
+SENT_STATUSES = ("sent", "delivered")
+IN_FLIGHT_STATUSES = ("pending", "queued", "sending")
+
 _PHONES = itertools.count(1)  # unique numbers across both phases (one owner)
 
 
@@ -95,11 +99,10 @@ def _settle(ids: list[str], timeout: float) -> dict:
     (or ``timeout`` passed); return their final rows."""
     from reviews.models import Message
 
-    in_flight = [Message.Status.PENDING, Message.Status.QUEUED, Message.Status.SENDING]
     deadline = time.monotonic() + timeout
     remaining, moved_at = None, time.monotonic()
     while time.monotonic() < deadline and time.monotonic() - moved_at < STALL_SECONDS:
-        count = Message.objects.filter(pk__in=ids, status__in=in_flight).count()
+        count = Message.objects.filter(pk__in=ids, status__in=IN_FLIGHT_STATUSES).count()
         if count == 0:
             break
         if count != remaining:
@@ -122,16 +125,15 @@ def _settle(ids: list[str], timeout: float) -> dict:
 
 
 def _phase_report(name: str, ids: list[str], rows: dict, fake, bound: float) -> dict:
-    from reviews.models import Message
 
-    sent = [r for r in rows.values() if r["status"] in (Message.Status.SENT, "delivered")]
+    sent = [r for r in rows.values() if r["status"] in SENT_STATUSES]
     lateness = [(r["sent_at"] - r["due_at"]).total_seconds() for r in sent]
     counts = fake.counts()
     duplicates = sum(max(0, counts.get(message_id, 0) - 1) for message_id in ids)
     statuses: dict[str, int] = {}
     for row in rows.values():
         statuses[row["status"]] = statuses.get(row["status"], 0) + 1
-    unsettled = sum(statuses.get(s, 0) for s in ("pending", "queued", "sending"))
+    unsettled = sum(statuses.get(s, 0) for s in IN_FLIGHT_STATUSES)
     never_accepted = [
         r for r in sent if counts.get(str(r["pk"]), 0) == 0
     ]  # sent without the provider accepting it would be a bookkeeping bug
@@ -170,7 +172,7 @@ def _not_sent(rows: dict, counts: dict) -> list[dict]:
     worker logs go with its temporary directory."""
     groups: dict[tuple[str, str], dict] = {}
     for message_id, row in rows.items():
-        if row["status"] in ("sent", "delivered", "pending", "queued", "sending"):
+        if row["status"] in SENT_STATUSES + IN_FLIGHT_STATUSES:
             continue
         group = groups.setdefault(
             (row["status"], row["last_error_code"]),

@@ -96,11 +96,12 @@ def idempotent(
     if claim.replay is not None:
         status, body = claim.replay
         return Response(body, status=status, headers={REPLAYED_HEADER: "true"})
-    stored: list[int] = []
+    stored = False
 
     def store(status: int, body: Any) -> None:
+        nonlocal stored
         idempotency_key_complete(claim=claim.row, status=status, body=body)
-        stored.append(status)
+        stored = True
 
     try:
         response = handler(store)
@@ -110,10 +111,8 @@ def idempotent(
         idempotency_key_release(claim=claim.row)
         raise
     if stored:
-        # The last store is the one that committed (a retried transaction stores again).
-        if stored[-1] != response.status_code:
-            raise RuntimeError("the stored Idempotency-Key response is not the one returned")
-    elif response.status_code >= 500:
+        return response  # stored with the work, in its transaction
+    if response.status_code >= 500:
         idempotency_key_release(claim=claim.row)
     else:
         idempotency_key_complete(claim=claim.row, status=response.status_code, body=response.data)

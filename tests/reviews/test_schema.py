@@ -11,13 +11,17 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 OUR_APPS = ("accounts", "reviews", "connector_api", "oauth_provider")
 
 
-def _our_tables() -> list[str]:
+def _our_models() -> list:
     return [
-        model._meta.db_table
+        model
         for app in OUR_APPS
         for model in apps.get_app_config(app).get_models()
         if not model._meta.proxy
     ]
+
+
+def _our_tables() -> list[str]:
+    return [model._meta.db_table for model in _our_models()]
 
 
 def test_no_index_of_ours_repeats_the_leading_columns_of_another():
@@ -63,8 +67,8 @@ def test_foreign_keys_left_without_their_own_index_still_lead_an_index():
     while a composite index starts with that column (lookups and ON DELETE cascades)."""
     missing = []
     with connection.cursor() as cursor:
-        for table in _our_tables():
-            model = next(m for m in apps.get_models() if m._meta.db_table == table)
+        for model in _our_models():
+            table = model._meta.db_table
             leading = {
                 index["columns"][0]
                 for index in connection.introspection.get_constraints(cursor, table).values()
