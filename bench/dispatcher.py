@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -47,6 +48,8 @@ TARGETS = {"throughput_over_bound": 0.9, "lateness_p99_s": 5.0}
 # Final statuses of a row the provider took, and the statuses of a row still on its way.
 SENT_STATUSES = ("sent", "delivered")
 IN_FLIGHT_STATUSES = ("pending", "queued", "sending")
+LEASED_STATUSES = ("queued", "sending")  # the predicate of the index reviews_message_in_flight
+POLL_SECONDS = 1.0
 
 _PHONES = itertools.count(1)  # unique numbers across both phases (one owner)
 
@@ -96,18 +99,37 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 def _settle(ids: list[str], timeout: float) -> dict:
     """Wait until every message left the in-flight states, or none has for ``STALL_SECONDS``
-    (or ``timeout`` passed); return their final rows."""
+    (or ``timeout`` passed); return their final rows.
+
+    The poll shares the two cores with what it measures, so it is cheap: the number of rows
+    in flight in the whole table (two counts over the dispatcher's own partial indexes), once
+    a second. Only when that number is down to the rows in flight that are not this phase's
+    does it check the phase's rows by id. Asking for the phase's ids every half second cost
+    the harness 0.4 ms of CPU per message sent, and the drain 7 % of its msg/s
+    (docs/benchmarks.md, seventh pass)."""
     from reviews.models import Message
 
+    def in_flight() -> int:
+        pending = Message.objects.filter(status=Message.Status.PENDING).count()
+        return pending + Message.objects.filter(status__in=LEASED_STATUSES).count()
+
+    def phase_in_flight() -> int:
+        return Message.objects.filter(pk__in=ids, status__in=IN_FLIGHT_STATUSES).count()
+
+    # Rows in flight that are not this phase's (an earlier phase's stuck rows), counted once.
+    # In this order, a row that settles between the two counts makes ``others`` larger, never
+    # smaller: the precise check below then runs a little early, and the wait cannot miss
+    # its end.
+    others = in_flight() - phase_in_flight()
     deadline = time.monotonic() + timeout
     remaining, moved_at = None, time.monotonic()
     while time.monotonic() < deadline and time.monotonic() - moved_at < STALL_SECONDS:
-        count = Message.objects.filter(pk__in=ids, status__in=IN_FLIGHT_STATUSES).count()
-        if count == 0:
+        count = in_flight()
+        if count <= others and phase_in_flight() == 0:
             break
         if count != remaining:
             remaining, moved_at = count, time.monotonic()
-        time.sleep(0.5)
+        time.sleep(POLL_SECONDS)
     return {
         str(row["pk"]): row
         for row in Message.objects.filter(pk__in=ids).values(
@@ -155,6 +177,17 @@ def _phase_report(name: str, ids: list[str], rows: dict, fake, bound: float) -> 
     ]
     report["send_ms_p50"] = round(_percentile(in_task, 0.50), 1)
     report["send_ms_p99"] = round(_percentile(in_task, 0.99), 1)
+    # Claim to the request's arrival at the provider: what a provider slot carries besides the
+    # provider's own latency (the slot is taken just before the claim and given back when the
+    # answer is in). Both clocks are this machine's wall clock.
+    arrived = {c.our_message_id: c.at for c in fake.calls if c.accepted}
+    to_provider = [
+        1000 * (arrived[str(r["pk"])] - r["sending_at"].timestamp())
+        for r in sent
+        if r["sending_at"] and str(r["pk"]) in arrived
+    ]
+    report["to_provider_ms_p50"] = round(_percentile(to_provider, 0.50), 1)
+    report["to_provider_ms_p99"] = round(_percentile(to_provider, 0.99), 1)
     if sent:
         start = min(r["queued_at"] for r in sent if r["queued_at"])
         end = max(r["sent_at"] for r in sent)
@@ -191,8 +224,6 @@ def _not_sent(rows: dict, counts: dict) -> list[dict]:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of one process so far (``/proc/<pid>/stat``)."""
-    import os
-
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -226,15 +257,46 @@ def _workers(stack, env: dict, var_dir: Path, *, processes: int, slots: int, tag
 def _drain(owner, count: int, workers, fake, bound: float) -> dict:
     from django.utils import timezone
 
-    cpu_before = sum(cpu_seconds(w.pid) for w in workers)
+    cpu_before = machine_cpu(workers)
     ids = _preload(owner, count, first_due=timezone.now(), spacing=0)
     rows = _settle(ids, timeout=count / 5 + 120)
     report = _phase_report("drain", ids, rows, fake, bound)
-    cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu_before
-    # Worker CPU per message (PostgreSQL's share, beat and the fake provider are extra): with
-    # the cores available, this caps msg/s whatever the concurrency.
-    report["worker_cpu_ms_per_message"] = round(1000 * cpu / max(count, 1), 1)
+    cpu = {key: value - cpu_before[key] for key, value in machine_cpu(workers).items()}
+    # Worker CPU per message: with the cores available, this caps msg/s whatever the
+    # concurrency. The rest of the machine's CPU per message, by who spent it, says what
+    # else competes for the same two cores.
+    report["worker_cpu_ms_per_message"] = round(1000 * cpu["workers"] / max(count, 1), 1)
+    report["cpu_ms_per_message"] = {
+        key: round(1000 * value / max(count, 1), 2) for key, value in cpu.items() if key != "wall"
+    }
+    report["machine_busy"] = round(cpu["busy"] / max(cpu["wall"] * os.cpu_count(), 1e-6), 2)
     return report
+
+
+def machine_cpu(workers) -> dict[str, float]:
+    """CPU seconds spent so far, by whom: the worker processes, PostgreSQL (every
+    ``postgres`` process: the workers' backends, the harness's, the background writer and
+    WAL writer), this harness (the fake provider and the poll run in it), and the machine in
+    all (``busy``, from ``/proc/stat``: beat, Redis and the kernel are the rest), with the wall
+    clock (``wall``). A PostgreSQL backend that exits during a phase (a connection recycled
+    after ``CONN_MAX_AGE``) takes its CPU out of ``postgres``, not out of ``busy``."""
+    postgres = 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    postgres += cpu_seconds(int(entry.name))
+            except OSError:
+                continue  # exited meanwhile
+    ticks = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait (and steal, the eighth, is not ours)
+    return {
+        "workers": sum(cpu_seconds(worker.pid) for worker in workers),
+        "postgres": postgres,
+        "harness": cpu_seconds(os.getpid()),
+        "busy": (sum(ticks[:7]) - idle) / os.sysconf("SC_CLK_TCK"),
+        "wall": time.monotonic(),
+    }
 
 
 def _config(processes: int, slots: int) -> dict:
@@ -390,6 +452,22 @@ def print_dispatcher_table(report: dict) -> None:
         "  send ms: p50 from claim to recorded outcome (provider latency + our statements); "
         "cpu ms: worker CPU per message (PostgreSQL, beat and the fake provider not included)"
     )
+    for phase, _ in rows:
+        if "to_provider_ms_p50" in phase:
+            print(
+                f"  {phase['phase']}: claim to the request's arrival at the provider p50 "
+                f"{phase['to_provider_ms_p50']} ms, p99 {phase['to_provider_ms_p99']} ms (a slot's "
+                "time besides the provider's latency)"
+            )
+        cpu = phase.get("cpu_ms_per_message")
+        if cpu:
+            rest = cpu["busy"] - cpu["workers"] - cpu["postgres"] - cpu["harness"]
+            print(
+                f"  {phase['phase']}: machine CPU per message {cpu['busy']:.2f} ms = workers "
+                f"{cpu['workers']:.2f} + PostgreSQL {cpu['postgres']:.2f} + harness (fake "
+                f"provider, poll) {cpu['harness']:.2f} + the rest (beat, Redis, kernel) "
+                f"{rest:.2f}; machine busy {phase['machine_busy']:.0%}"
+            )
     print(f"  peak RSS per worker process (MB): {report['peak_rss_mb']['worker']}")
     for phase, _ in rows:
         for group in phase.get("not_sent", []):

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from bench import dispatcher
+from reviews.models import Message
+from tests.factories import UserFactory
+from tests.support.fake_providers import Call
 
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 class FakeCounts:
-    def __init__(self, counts):
+    def __init__(self, counts, calls=()):
         self._counts = counts
+        self.calls = list(calls)
 
     def counts(self):
         return self._counts
@@ -96,3 +103,103 @@ def test_the_table_prints_a_line_per_kind_of_row_not_sent(capsys):
     out = capsys.readouterr().out
     assert "drain: 1 unknown (no code; 0 of them accepted by the provider): read timeout" in out
     assert "paced:" not in out
+
+
+def test_the_table_prints_where_the_machine_spent_its_cpu_and_a_slot_its_time(capsys):
+    phase = {
+        "phase": "drain",
+        "messages": 3,
+        "lateness_p50_s": 1.0,
+        "lateness_p99_s": 2.0,
+        "duplicates": 0,
+        "lost": 0,
+        "retried": 0,
+        "not_sent": [],
+        "cpu_ms_per_message": {"workers": 3.0, "postgres": 2.4, "harness": 0.9, "busy": 6.5},
+        "machine_busy": 0.9,
+        "to_provider_ms_p50": 5.0,
+        "to_provider_ms_p99": 18.9,
+    }
+    config = {"worker_pool": "2 x (12 slots, 16 threads)", "bound_messages_per_s": 480.0}
+    dispatcher.print_dispatcher_table(
+        {
+            "provider": {"latency_s": 0.05, "error_rate": 0.005},
+            "drain": phase,
+            "paced": {k: v for k, v in phase.items() if k != "cpu_ms_per_message"},
+            "sized_drain": {**phase, "phase": "sized"},
+            "main": config,
+            "sized": config,
+            "peak_rss_mb": {"worker": [100.0]},
+        }
+    )
+    out = capsys.readouterr().out
+    assert (
+        "drain: machine CPU per message 6.50 ms = workers 3.00 + PostgreSQL 2.40 + harness "
+        "(fake provider, poll) 0.90 + the rest (beat, Redis, kernel) 0.20; machine busy 90%"
+    ) in out
+    assert "sized: machine CPU per message" in out
+    assert "drain: claim to the request's arrival at the provider p50 5.0 ms, p99 18.9 ms" in out
+    assert "paced: machine CPU" not in out
+
+
+def test_machine_cpu_counts_this_process_and_the_machine():
+    before = dispatcher.machine_cpu([])
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:
+        pass  # burn 0.2 s of this process's CPU
+    after = dispatcher.machine_cpu([])
+    assert after["harness"] - before["harness"] >= 0.15
+    assert after["busy"] - before["busy"] >= 0.15
+    assert after["workers"] == before["workers"] == 0
+
+
+@pytest.fixture
+def quick_settle(monkeypatch):
+    monkeypatch.setattr(dispatcher, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(dispatcher, "STALL_SECONDS", 2.0)
+
+
+def _phase(owner, count):
+    ids = dispatcher._preload(owner, count, first_due=T0, spacing=0)
+    return ids, Message.objects.filter(pk__in=ids)
+
+
+@pytest.mark.django_db
+def test_settle_returns_once_the_phase_is_done_though_an_earlier_row_is_still_in_flight(
+    quick_settle,
+):
+    owner = UserFactory()
+    _, earlier = _phase(owner, 1)
+    earlier.update(status=Message.Status.QUEUED)  # an earlier phase's stuck row
+    ids, rows = _phase(owner, 3)
+    rows.update(status=Message.Status.SENT, sent_at=T0)
+
+    started = time.monotonic()
+    settled = dispatcher._settle(ids, timeout=60)
+    assert time.monotonic() - started < 1.0  # not after STALL_SECONDS without movement
+    assert sorted(settled) == sorted(ids)
+    assert {row["status"] for row in settled.values()} == {"sent"}
+
+
+@pytest.mark.django_db
+def test_settle_waits_for_the_phases_rows_and_gives_up_when_nothing_moves(quick_settle):
+    owner = UserFactory()
+    ids, rows = _phase(owner, 3)
+    rows.filter(pk__in=ids[:2]).update(status=Message.Status.SENT, sent_at=T0)
+
+    started = time.monotonic()
+    settled = dispatcher._settle(ids, timeout=60)
+    assert time.monotonic() - started >= 2.0  # STALL_SECONDS with the last row pending
+    assert settled[ids[2]]["status"] == "pending"
+
+
+def test_the_time_from_claim_to_the_provider_is_taken_from_both_records():
+    rows = {"a": _row("a", "sent", sent=2), "b": _row("b", "sent", sent=3)}
+    claimed = rows["a"]["sending_at"].timestamp()
+    calls = [
+        Call("twilio", "a", "+1", "x", True, 201, at=claimed + 0.004),
+        Call("twilio", "b", "+1", "x", False, 503, at=claimed + 0.001),  # refused: not counted
+        Call("twilio", "b", "+1", "x", True, 201, at=claimed + 0.010),
+    ]
+    report = dispatcher._phase_report("sized", list(rows), rows, FakeCounts({}, calls), 80.0)
+    assert (report["to_provider_ms_p50"], report["to_provider_ms_p99"]) == (10.0, 10.0)
