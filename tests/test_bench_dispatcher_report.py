@@ -203,3 +203,15 @@ def test_the_time_from_claim_to_the_provider_is_taken_from_both_records():
     ]
     report = dispatcher._phase_report("sized", list(rows), rows, FakeCounts({}, calls), 80.0)
     assert (report["to_provider_ms_p50"], report["to_provider_ms_p99"]) == (10.0, 10.0)
+
+
+def test_the_rate_while_the_backlog_lasted_leaves_out_the_tail_of_retries():
+    rows = {}
+    for n in range(100):  # ten a second, then one row that waited 4 s for its retry
+        pk = f"m{n}"
+        rows[pk] = {**_row(pk, "sent", sent=1), "sent_at": T0 + timedelta(seconds=n / 10)}
+    rows["m99"]["sent_at"] = T0 + timedelta(seconds=9.8 + 4)
+    report = dispatcher._phase_report("drain", list(rows), rows, FakeCounts({}), bound=10.0)
+    assert report["messages_per_s"] == round(100 / 13.8, 1)  # queued at T0, last sent at 13.8 s
+    assert report["steady_messages_per_s"] == 10.0
+    assert report["steady_ratio_to_bound"] == 1.0
