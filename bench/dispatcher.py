@@ -232,13 +232,17 @@ def _not_sent(rows: dict, counts: dict) -> list[dict]:
     return sorted(groups.values(), key=lambda g: -g["count"])
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process so far (``/proc/<pid>/stat``)."""
+def cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
+    """User + system CPU time of one process so far (``/proc/<pid>/stat``); with
+    ``reaped_children``, plus that of its children that have exited and been waited for."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if reaped_children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _workers(stack, env: dict, var_dir: Path, *, processes: int, slots: int, tag: str):
@@ -288,14 +292,15 @@ def machine_cpu(workers) -> dict[str, float]:
     ``postgres`` process: the workers' backends, the harness's, the background writer and
     WAL writer), this harness (the fake provider and the poll run in it), and the machine in
     all (``busy``, from ``/proc/stat``: beat, Redis and the kernel are the rest), with the wall
-    clock (``wall``). A PostgreSQL backend that exits during a phase (a connection recycled
-    after ``CONN_MAX_AGE``) takes its CPU out of ``postgres``, not out of ``busy``."""
+    clock (``wall``). A backend that exits during a phase (a worker's connection recycled
+    after ``CONN_MAX_AGE``, every minute of a drain) keeps counting: the postmaster has reaped
+    it, and its CPU is in the postmaster's children's time."""
     postgres = 0.0
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 if (entry / "comm").read_text().strip() == "postgres":
-                    postgres += cpu_seconds(int(entry.name))
+                    postgres += cpu_seconds(int(entry.name), reaped_children=True)
             except OSError:
                 continue  # exited meanwhile
     ticks = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]

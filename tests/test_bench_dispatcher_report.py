@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -215,3 +218,17 @@ def test_the_rate_while_the_backlog_lasted_leaves_out_the_tail_of_retries():
     assert report["messages_per_s"] == round(100 / 13.8, 1)  # queued at T0, last sent at 13.8 s
     assert report["steady_messages_per_s"] == 10.0
     assert report["steady_ratio_to_bound"] == 1.0
+
+
+def test_the_cpu_of_children_that_exited_counts_for_their_parent():
+    """PostgreSQL's backends come and go (a worker's connection is recycled every minute):
+    one that exits mid-phase must not take its CPU out of PostgreSQL's count."""
+    before = dispatcher.cpu_seconds(os.getpid(), reaped_children=True)
+    own = dispatcher.cpu_seconds(os.getpid())
+    subprocess.run(
+        [sys.executable, "-c", "import time\nt = time.process_time() + 0.3\n"
+         "while time.process_time() < t: pass"],
+        check=True,
+    )  # fmt: skip
+    assert dispatcher.cpu_seconds(os.getpid(), reaped_children=True) - before >= 0.25
+    assert dispatcher.cpu_seconds(os.getpid()) - own < 0.25
