@@ -72,44 +72,9 @@ def test_rows_that_settled_unknown_or_failed_are_reported_with_their_code_and_th
     ]
 
 
-def test_the_table_prints_a_line_per_kind_of_row_not_sent(capsys):
-    phase = {
-        "phase": "drain",
-        "messages": 3,
-        "lateness_p50_s": 1.0,
-        "lateness_p99_s": 2.0,
-        "duplicates": 0,
-        "lost": 0,
-        "retried": 0,
-        "not_sent": [
-            {
-                "status": "unknown",
-                "code": "",
-                "count": 1,
-                "accepted_by_provider": 0,
-                "example": "read timeout",
-            }
-        ],
-    }
-    config = {"worker_pool": "2 x (2 slots, 6 threads)", "bound_messages_per_s": 80.0}
-    dispatcher.print_dispatcher_table(
-        {
-            "provider": {"latency_s": 0.05, "error_rate": 0.005},
-            "drain": phase,
-            "paced": {**phase, "phase": "paced", "not_sent": []},
-            "sized_drain": {**phase, "phase": "sized", "not_sent": []},
-            "main": config,
-            "sized": config,
-            "peak_rss_mb": {"worker": [100.0]},
-        }
-    )
-    out = capsys.readouterr().out
-    assert "drain: 1 unknown (no code; 0 of them accepted by the provider): read timeout" in out
-    assert "paced:" not in out
-
-
-def test_the_table_prints_where_the_machine_spent_its_cpu_and_a_slot_its_time(capsys):
-    phase = {
+def _table_row(**extra) -> dict:
+    """A phase as ``_phase_report`` leaves it, for the table."""
+    return {
         "phase": "drain",
         "messages": 3,
         "lateness_p50_s": 1.0,
@@ -118,24 +83,47 @@ def test_the_table_prints_where_the_machine_spent_its_cpu_and_a_slot_its_time(ca
         "lost": 0,
         "retried": 0,
         "not_sent": [],
-        "cpu_ms_per_message": {"workers": 3.0, "postgres": 2.4, "harness": 0.9, "busy": 6.5},
-        "machine_busy": 0.9,
-        "to_provider_ms_p50": 5.0,
-        "to_provider_ms_p99": 18.9,
+        **extra,
     }
-    config = {"worker_pool": "2 x (12 slots, 16 threads)", "bound_messages_per_s": 480.0}
+
+
+def _printed(capsys, drain: dict, paced: dict, sized: dict) -> str:
+    config = {"worker_pool": "2 x (2 slots, 6 threads)", "bound_messages_per_s": 80.0}
     dispatcher.print_dispatcher_table(
         {
             "provider": {"latency_s": 0.05, "error_rate": 0.005},
-            "drain": phase,
-            "paced": {k: v for k, v in phase.items() if k != "cpu_ms_per_message"},
-            "sized_drain": {**phase, "phase": "sized"},
+            "drain": drain,
+            "paced": {**paced, "phase": "paced"},
+            "sized_drain": {**sized, "phase": "sized"},
             "main": config,
             "sized": config,
             "peak_rss_mb": {"worker": [100.0]},
         }
     )
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def test_the_table_prints_a_line_per_kind_of_row_not_sent(capsys):
+    unknown = {
+        "status": "unknown",
+        "code": "",
+        "count": 1,
+        "accepted_by_provider": 0,
+        "example": "read timeout",
+    }
+    out = _printed(capsys, _table_row(not_sent=[unknown]), _table_row(), _table_row())
+    assert "drain: 1 unknown (no code; 0 of them accepted by the provider): read timeout" in out
+    assert "paced:" not in out
+
+
+def test_the_table_prints_where_the_machine_spent_its_cpu_and_a_slot_its_time(capsys):
+    measured = _table_row(
+        cpu_ms_per_message={"workers": 3.0, "postgres": 2.4, "harness": 0.9, "busy": 6.5},
+        machine_busy=0.9,
+        to_provider_ms_p50=5.0,
+        to_provider_ms_p99=18.9,
+    )
+    out = _printed(capsys, measured, _table_row(), measured)
     assert (
         "drain: machine CPU per message 6.50 ms = workers 3.00 + PostgreSQL 2.40 + harness "
         "(fake provider, poll) 0.90 + the rest (beat, Redis, kernel) 0.20; machine busy 90%"
