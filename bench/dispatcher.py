@@ -199,10 +199,9 @@ def _phase_report(name: str, ids: list[str], rows: dict, fake, bound: float) -> 
         # start and the tail of rows that waited out a retry's backoff (1-4 s here) after the
         # rest had gone. Shown beside the end-to-end figure, which the target is taken on.
         times = sorted(r["sent_at"] for r in sent)
-        first, last = times[len(times) // 20], times[len(times) - 1 - len(times) // 20]
-        middle = len(times) - 2 * (len(times) // 20) - 1
-        if middle > 0 and last > first:
-            steady = middle / (last - first).total_seconds()
+        low, high = len(times) // 20, len(times) - 1 - len(times) // 20
+        if high > low and times[high] > times[low]:
+            steady = (high - low) / (times[high] - times[low]).total_seconds()
             report["steady_messages_per_s"] = round(steady, 1)
             report["steady_ratio_to_bound"] = round(steady / bound, 2)
     return report
