@@ -11,7 +11,10 @@
    sending``; claim. The request is written before the message, the lock order of every
    transaction that changes both.
 2. Check what that read found (it is the pre-send check: an opt-out, click or cancel that
-   landed after the dispatcher queued the row stops it), and render.
+   landed after the dispatcher queued the row stops it), and render. A send task with several
+   rows reads and renders them all ahead, in one statement, before its first provider slot is
+   taken; each of those rows is then claimed by an UPDATE that makes the same check itself
+   (request active, contact reachable on the channel) and reads nothing (``_read_ahead``).
 3. Call the channel outside any transaction.
 4. Record the outcome in one short transaction, guarded by the attempt number the claim gave
    (a late outcome never overwrites a later attempt): provider id → ``sent`` (and the next
@@ -109,20 +112,22 @@ def send_messages(*, message_ids: Sequence[str]) -> list[str]:
     several sends); returns the outcomes sent so far, in order.
 
     Each row keeps the single send's guarantees: its own claim, its own provider slot, its own
-    record. A row this run does not get to goes back to pending, unclaimed, for the next
-    sweep: when no provider slot came free in time (the provider is saturated: the rest of
-    the batch would wait too), when another send could overrun the task's soft time limit
-    (the sends before it were slow), or when a send raised (the database stayed away past its
-    retries). A redelivered batch (``acks_late``) skips every row the first run claimed.
-    Each owner's settings (the wording's sender, address, defaults) are read once per batch.
+    record. The rows are read and rendered ahead, all in one statement, outside the slots
+    (``_read_ahead``): a slot then holds a claim that only writes, and the call. A row this
+    run does not get to goes back to pending, unclaimed, for the next sweep: when no provider
+    slot came free in time (the provider is saturated: the rest of the batch would wait too),
+    when another send could overrun the task's soft time limit (the sends before it were
+    slow), or when a send raised (the database stayed away past its retries). A redelivered
+    batch (``acks_late``) skips every row the first run claimed. Each owner's settings (the
+    wording's sender, address, defaults) are read once per batch.
     """
     started = _clock()
     results: list[str] = []
-    _batch.settings = {}
+    _batch.settings, _batch.ready, _batch.read_at = {}, {}, None
     try:
         _send_each(message_ids, started, results)
     finally:
-        _batch.settings = None
+        _batch.settings, _batch.ready, _batch.read_at = None, None, None
     return results
 
 
@@ -131,6 +136,8 @@ def _send_each(message_ids: Sequence[str], started: float, results: list[str]) -
         if index and _clock() - started + _send_worst_case() >= _send_budget():
             _with_db_retry(partial(_unqueue, message_ids[index:]))
             break
+        if len(message_ids) > 1:
+            _read_ahead(message_ids[index:])
         slot = ProviderSlot()
         if not slot.acquire():
             _with_db_retry(partial(_unqueue, message_ids[index:]))
@@ -184,11 +191,10 @@ def _send_budget() -> float:
 
 
 def _send(message_id: str, slot: ProviderSlot) -> str:
-    claimed = _with_db_retry(lambda: _claim(message_id))
+    claimed = _claim_and_prepare(message_id)
     if claimed is None:
         return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
-    message, template = claimed
-    prepared = _with_db_retry(lambda: _prepare(message, template))
+    message, prepared = claimed
     attempt = message.attempts
     if prepared.render_error:
         _with_db_retry(
@@ -320,6 +326,128 @@ class ProviderSlot:
             self.semaphore.release()
 
 
+# How old a batch's read-ahead may be when its row's slot is taken; older, the row is read
+# again (by the read-ahead before the slot, or by the claim itself).
+READ_AHEAD_MAX_AGE = 1.0
+
+
+def _read_ahead(message_ids: Sequence[str]) -> None:
+    """Read and render the batch's remaining rows before a provider slot is taken: one
+    statement for all of them (the claim's read, for several rows), again only once the last
+    read is ``READ_AHEAD_MAX_AGE`` old. A row read here is then claimed by a statement that
+    only claims (``_claim_ready``), so a slot holds the claim's writes and the call, not the
+    read, the models built from it and the rendering.
+
+    Only what may go out is kept: a row that is not queued, cannot be rendered or is blocked
+    goes through the single send's claim, which reads it again and records why. A failed read
+    keeps nothing either (the claims then read for themselves, with their retries)."""
+    read_at = getattr(_batch, "read_at", None)
+    if read_at is not None and time.monotonic() - read_at < READ_AHEAD_MAX_AGE:
+        return
+    _batch.read_at = time.monotonic()
+    _batch.ready = {}
+    try:
+        (found,) = rows.run([_read_ahead_statement(message_ids)])
+    except (DatabaseError, InterfaceError):
+        logger.warning("could not read a send batch ahead", exc_info=True)
+        return
+    for row in found:
+        message, template = _claimed_row(row)
+        message.to_address = message.review_request.contact.address_for(message.channel)
+        if _blocked_reason(message):
+            continue
+        try:
+            outgoing = _outgoing(message, _settings_for(message.review_request.owner), template)
+        except Exception:  # rendered again, and the error recorded, by the single claim
+            continue
+        _batch.ready[str(message.pk)] = (message, _Prepared(outgoing=outgoing))
+
+
+def _read_ahead_statement(message_ids: Sequence[str]) -> tuple[str, list]:
+    db = connections[DEFAULT_DB_ALIAS]
+    placeholders = ", ".join(["%s"] * len(message_ids))
+    return (
+        f"{_claim_read()} WHERE m.id IN ({placeholders}) AND m.status = '{Message.Status.QUEUED}'",
+        [Message._meta.pk.get_db_prep_value(pk, db) for pk in message_ids],
+    )
+
+
+def _claim_and_prepare(message_id: str) -> tuple[Message, _Prepared] | None:
+    """Claim the row; the claimed message and what to send (or why not); ``None`` when there
+    is nothing to claim.
+
+    A row the batch read ahead (and no older than ``READ_AHEAD_MAX_AGE``) is claimed by
+    ``_claim_ready``, whose UPDATE also checks, in the same statement, what the claim's read
+    is there to check: the request is still active and the contact can still receive the
+    channel. Its address is captured by the claim as always; one that changed since the read
+    ahead is read and rendered again. Any other row (a single send, a stale read, one the
+    check stops) takes ``_claim``: the claim and the read in one round trip, as before."""
+    ready = (getattr(_batch, "ready", None) or {}).pop(message_id, None)
+    read_at = getattr(_batch, "read_at", None)
+    if ready is not None and time.monotonic() - read_at < READ_AHEAD_MAX_AGE:
+        claimed = _with_db_retry(lambda: _claim_ready(message_id))
+        if claimed is not None:
+            message, prepared = ready
+            message.status = Message.Status.SENDING
+            message.attempts, message.to_address, message.sending_at = claimed
+            message.updated_at = message.sending_at
+            if message.to_address == prepared.outgoing.to:
+                return message, prepared
+            message, template = _with_db_retry(lambda: _read_claimed(message_id))
+            return message, _with_db_retry(lambda: _prepare(message, template))
+    claimed = _with_db_retry(lambda: _claim(message_id))
+    if claimed is None:
+        return None
+    message, template = claimed
+    return message, _with_db_retry(lambda: _prepare(message, template))
+
+
+def _claim_ready(message_id: str) -> tuple[int, str, datetime] | None:
+    """``_claim`` without its read, for a row read ahead: lock the request, claim the row if it
+    is queued and may still go out (request active, contact reachable on the channel), start
+    the request. One round trip; the new attempt number, the captured address and the claim's
+    time, or ``None`` when nothing was claimed (then ``_claim`` tells why)."""
+    now = timezone.now()
+    db = connections[DEFAULT_DB_ALIAS]
+    pk = Message._meta.pk.get_db_prep_value(message_id, db)
+    at = Message._meta.get_field("sending_at").get_db_prep_value(now, db)
+    lock_sql, _, start_sql, _ = _claim_sql()
+    _, claimed, _ = rows.run(
+        [(lock_sql, [pk]), (_claim_ready_sql(), [at, at, pk]), (start_sql, [at, at, pk, at])],
+        atomic=True,
+    )
+    if not claimed:
+        return None
+    attempts, to_address = claimed[0]
+    return attempts, to_address, now
+
+
+@functools.cache
+def _claim_ready_sql() -> str:
+    """The claim's UPDATE, only for a row that may still go out: what ``_blocked_reason``
+    checks on the claim's read (``ReviewRequest.is_active``, ``Contact.can_receive``)."""
+    m, r, c = (
+        connection.ops.quote_name(model._meta.db_table)
+        for model in (Message, ReviewRequest, Contact)
+    )
+    active = ", ".join(f"'{status}'" for status in sorted(ReviewRequest.ACTIVE_STATUSES))
+    return _claim_update(
+        f" AND EXISTS (SELECT 1 FROM {r} r JOIN {c} c ON c.id = r.contact_id "
+        f"WHERE r.id = {m}.review_request_id AND r.status IN ({active}) "
+        f"AND CASE WHEN {m}.channel = '{Channel.SMS}' "
+        "THEN c.phone <> '' AND c.sms_opted_out_at IS NULL "
+        "ELSE c.email <> '' AND c.email_opted_out_at IS NULL END)",
+        "attempts, to_address",
+    )
+
+
+def _read_claimed(message_id: str) -> tuple[Message, MessageTemplate | None]:
+    """The claim's read alone, for a row this run has claimed."""
+    pk = Message._meta.pk.get_db_prep_value(message_id, connections[DEFAULT_DB_ALIAS])
+    ((row,),) = rows.run([(_claim_sql()[3], [pk])])
+    return _claimed_row(row)
+
+
 def _unqueue(message_ids: Sequence[str]) -> None:
     """Queued rows this run did not claim go back to pending (nothing was sent): the next
     sweep dispatches them again, sooner than their queued lease would."""
@@ -362,20 +490,10 @@ def _claim(message_id: str) -> tuple[Message, MessageTemplate | None] | None:
 
 @functools.cache
 def _claim_sql() -> tuple[str, str, str, str]:
-    m, r, c, u, t = (
-        connection.ops.quote_name(model._meta.db_table)
-        for model in (Message, ReviewRequest, Contact, User, MessageTemplate)
-    )
-    sending, queued = Message.Status.SENDING, Message.Status.QUEUED
+    m, r = (connection.ops.quote_name(model._meta.db_table) for model in (Message, ReviewRequest))
+    sending = Message.Status.SENDING
     lock = f"SELECT 1 FROM {r} WHERE id = (SELECT review_request_id FROM {m} WHERE id = %s)" + (
         " FOR UPDATE" if connection.features.has_select_for_update else ""
-    )
-    claim = (
-        f"UPDATE {m} SET status = '{sending}', sending_at = %s, updated_at = %s, "
-        "attempts = attempts + 1, to_address = COALESCE((SELECT CASE WHEN "
-        f"{m}.channel = '{Channel.SMS}' THEN c.phone ELSE c.email END FROM {r} r JOIN {c} c "
-        f"ON c.id = r.contact_id WHERE r.id = {m}.review_request_id), '') "
-        f"WHERE id = %s AND status = '{queued}' RETURNING id"
     )
     start = (
         f"UPDATE {r} SET status = '{ReviewRequest.Status.SENDING}', "
@@ -383,16 +501,42 @@ def _claim_sql() -> tuple[str, str, str, str]:
         f"WHERE status = '{ReviewRequest.Status.SCHEDULED}' AND id = (SELECT review_request_id "
         f"FROM {m} WHERE id = %s AND step = 0 AND status = '{sending}' AND sending_at = %s)"
     )
-    read = (
+    return lock, _claim_update("", "id"), start, f"{_claim_read()} WHERE m.id = %s"
+
+
+def _claim_update(condition: str, returning: str) -> str:
+    """The claim's conditional UPDATE (``queued → sending``, the address captured), with
+    ``condition`` added to its WHERE, returning ``returning``."""
+    m, r, c = (
+        connection.ops.quote_name(model._meta.db_table)
+        for model in (Message, ReviewRequest, Contact)
+    )
+    return (
+        f"UPDATE {m} SET status = '{Message.Status.SENDING}', sending_at = %s, updated_at = %s, "
+        "attempts = attempts + 1, to_address = COALESCE((SELECT CASE WHEN "
+        f"{m}.channel = '{Channel.SMS}' THEN c.phone ELSE c.email END FROM {r} r JOIN {c} c "
+        f"ON c.id = r.contact_id WHERE r.id = {m}.review_request_id), '') "
+        f"WHERE id = %s AND status = '{Message.Status.QUEUED}'{condition} RETURNING {returning}"
+    )
+
+
+@functools.cache
+def _claim_read() -> str:
+    """The claim's read without its WHERE: a message (``m``), its request, contact and owner,
+    and the owner's template for its step and channel."""
+    m, r, c, u, t = (
+        connection.ops.quote_name(model._meta.db_table)
+        for model in (Message, ReviewRequest, Contact, User, MessageTemplate)
+    )
+    return (
         f"SELECT {rows.columns(Message, 'm')}, {rows.columns(ReviewRequest, 'r')}, "
         f"{rows.columns(Contact, 'c')}, {rows.columns(User, 'u')}, "
         f"{rows.columns(MessageTemplate, 't')} "
         f"FROM {m} m JOIN {r} r ON r.id = m.review_request_id "
         f"JOIN {c} c ON c.id = r.contact_id JOIN {u} u ON u.id = r.owner_id "
         f"LEFT JOIN {t} t ON t.owner_id = r.owner_id AND t.channel = m.channel "
-        "AND t.step = m.step WHERE m.id = %s"
+        "AND t.step = m.step"
     )
-    return lock, claim, start, read
 
 
 def _claimed_row(row: tuple) -> tuple[Message, MessageTemplate | None]:
