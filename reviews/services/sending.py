@@ -393,7 +393,10 @@ def _claim_and_prepare(message_id: str) -> tuple[Message, _Prepared] | None:
             message.updated_at = message.sending_at
             if message.to_address == prepared.outgoing.to:
                 return message, prepared
-            message, template = _with_db_retry(lambda: _read_claimed(message_id))
+            read = _with_db_retry(lambda: _read_claimed(message_id))
+            if read is None:
+                return None  # gone since the claim (as ``_claim`` when its read finds nothing)
+            message, template = read
             return message, _with_db_retry(lambda: _prepare(message, template))
     claimed = _with_db_retry(lambda: _claim(message_id))
     if claimed is None:
@@ -441,11 +444,11 @@ def _claim_ready_sql() -> str:
     )
 
 
-def _read_claimed(message_id: str) -> tuple[Message, MessageTemplate | None]:
-    """The claim's read alone, for a row this run has claimed."""
+def _read_claimed(message_id: str) -> tuple[Message, MessageTemplate | None] | None:
+    """The claim's read alone, for a row this run has claimed; ``None`` if it is gone."""
     pk = Message._meta.pk.get_db_prep_value(message_id, connections[DEFAULT_DB_ALIAS])
-    ((row,),) = rows.run([(_claim_sql()[3], [pk])])
-    return _claimed_row(row)
+    (found,) = rows.run([(_claim_sql()[3], [pk])])
+    return _claimed_row(found[0]) if found else None
 
 
 def _unqueue(message_ids: Sequence[str]) -> None:

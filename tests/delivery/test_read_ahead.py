@@ -218,3 +218,26 @@ def test_an_email_opt_out_after_the_read_ahead_stops_that_email(business, monkey
 
     assert [message.to for message in mail.outbox] == [[_request_of(claimed[1]).contact.email]]
     assert "opted out" in Message.objects.get(pk=claimed[0]).last_error
+
+
+def test_a_row_gone_before_its_address_is_read_again_is_skipped(business, twilio, monkeypatch):
+    """The number changed after the read ahead, and the row was deleted (its contact erased)
+    between the claim and the read that follows it: nothing to send, nothing raised."""
+    for _ in range(2):
+        sms_request(business)
+    claimed = dispatch_due().claimed
+    request = _request_of(claimed[0])
+    real = sending._claim_ready
+
+    def claim_between_changes(message_id):
+        if message_id == claimed[0]:
+            Contact.objects.filter(pk=request.contact_id).update(phone=new_phone())
+            result = real(message_id)
+            Message.objects.filter(pk=message_id).delete()
+            return result
+        return real(message_id)
+
+    monkeypatch.setattr(sending, "_claim_ready", claim_between_changes)
+
+    assert send_messages(message_ids=claimed) == ["skipped", "sent"]
+    assert [twilio.count(m) for m in claimed] == [0, 1]
