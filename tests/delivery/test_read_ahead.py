@@ -80,21 +80,32 @@ def test_a_single_send_claims_and_reads_in_one_round_trip_as_before(business, tw
     assert sum("WHERE m.id = " in sql for sql in statements) == 1
 
 
-def test_an_opt_out_after_the_read_ahead_stops_the_send(business, twilio, monkeypatch):
+@pytest.mark.parametrize(
+    ("make_request", "opted_out_at"),
+    [(sms_request, "sms_opted_out_at"), (email_request, "email_opted_out_at")],
+)
+def test_an_opt_out_after_the_read_ahead_stops_that_message(
+    business, twilio, monkeypatch, make_request, opted_out_at
+):
     """Set on the contact only (an opt-out also cancels the queued row, which the claim's
     ``queued`` condition alone would stop): the claim's own check must see it."""
     for _ in range(3):
-        sms_request(business)
+        make_request(business)
     claimed = dispatch_due().claimed
     contact = _request_of(claimed[1]).contact
     _after_the_read_ahead(
         monkeypatch,
-        lambda: Contact.objects.filter(pk=contact.pk).update(sms_opted_out_at=timezone.now()),
+        lambda: Contact.objects.filter(pk=contact.pk).update(**{opted_out_at: timezone.now()}),
     )
 
     assert send_messages(message_ids=claimed) == ["sent", "cancelled", "sent"]
 
-    assert [twilio.count(m) for m in claimed] == [1, 0, 1]
+    reached = [call.to for call in twilio.calls] + [to for email in mail.outbox for to in email.to]
+    expected = []
+    for message_id in (claimed[0], claimed[2]):
+        message = Message.objects.get(pk=message_id)
+        expected.append(message.review_request.contact.address_for(message.channel))
+    assert sorted(reached) == sorted(expected)
     stopped = Message.objects.get(pk=claimed[1])
     assert stopped.status == Message.Status.CANCELLED
     assert "opted out" in stopped.last_error
@@ -202,22 +213,6 @@ def test_a_failed_read_ahead_leaves_each_row_to_its_own_claim(
         assert send_messages(message_ids=claimed) == ["sent", "sent"]
     assert "could not read a send batch ahead" in caplog.text
     assert [twilio.count(m) for m in claimed] == [1, 1]
-
-
-def test_an_email_opt_out_after_the_read_ahead_stops_that_email(business, monkeypatch):
-    for _ in range(2):
-        email_request(business)
-    claimed = dispatch_due().claimed
-    contact = _request_of(claimed[0]).contact
-    _after_the_read_ahead(
-        monkeypatch,
-        lambda: Contact.objects.filter(pk=contact.pk).update(email_opted_out_at=timezone.now()),
-    )
-
-    assert send_messages(message_ids=claimed) == ["cancelled", "sent"]
-
-    assert [message.to for message in mail.outbox] == [[_request_of(claimed[1]).contact.email]]
-    assert "opted out" in Message.objects.get(pk=claimed[0]).last_error
 
 
 def test_a_row_gone_before_its_address_is_read_again_is_skipped(business, twilio, monkeypatch):
