@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import (
@@ -341,8 +341,7 @@ def _read_ahead(message_ids: Sequence[str]) -> None:
     Only what may go out is kept: a row that is not queued, cannot be rendered or is blocked
     goes through the single send's claim, which reads it again and records why. A failed read
     keeps nothing either (the claims then read for themselves, with their retries)."""
-    read_at = getattr(_batch, "read_at", None)
-    if read_at is not None and time.monotonic() - read_at < READ_AHEAD_MAX_AGE:
+    if _read_ahead_fresh():
         return
     _batch.read_at = time.monotonic()
     _batch.ready = {}
@@ -361,6 +360,12 @@ def _read_ahead(message_ids: Sequence[str]) -> None:
         except Exception:  # rendered again, and the error recorded, by the single claim
             continue
         _batch.ready[str(message.pk)] = (message, _Prepared(outgoing=outgoing))
+
+
+def _read_ahead_fresh() -> bool:
+    """Whether this batch has a read ahead younger than ``READ_AHEAD_MAX_AGE``."""
+    read_at = getattr(_batch, "read_at", None)
+    return read_at is not None and time.monotonic() - read_at < READ_AHEAD_MAX_AGE
 
 
 def _read_ahead_statement(message_ids: Sequence[str]) -> tuple[str, list]:
@@ -383,25 +388,22 @@ def _claim_and_prepare(message_id: str) -> tuple[Message, _Prepared] | None:
     ahead is read and rendered again. Any other row (a single send, a stale read, one the
     check stops) takes ``_claim``: the claim and the read in one round trip, as before."""
     ready = (getattr(_batch, "ready", None) or {}).pop(message_id, None)
-    read_at = getattr(_batch, "read_at", None)
-    if ready is not None and time.monotonic() - read_at < READ_AHEAD_MAX_AGE:
+    claimed = None
+    if ready is not None and _read_ahead_fresh():
         claimed = _with_db_retry(lambda: _claim_ready(message_id))
-        if claimed is not None:
-            message, prepared = ready
-            message.status = Message.Status.SENDING
-            message.attempts, message.to_address, message.sending_at = claimed
-            message.updated_at = message.sending_at
-            if message.to_address == prepared.outgoing.to:
-                return message, prepared
-            read = _with_db_retry(lambda: _read_claimed(message_id))
-            if read is None:
-                return None  # gone since the claim (as ``_claim`` when its read finds nothing)
-            message, template = read
-            return message, _with_db_retry(lambda: _prepare(message, template))
-    claimed = _with_db_retry(lambda: _claim(message_id))
-    if claimed is None:
+    if claimed is not None:
+        message, prepared = ready
+        message.status = Message.Status.SENDING
+        message.attempts, message.to_address, message.sending_at = claimed
+        message.updated_at = message.sending_at
+        if message.to_address == prepared.outgoing.to:
+            return message, prepared
+        read = _with_db_retry(lambda: _read_claimed(message_id))  # None: gone since the claim
+    else:
+        read = _with_db_retry(lambda: _claim(message_id))
+    if read is None:
         return None
-    message, template = claimed
+    message, template = read
     return message, _with_db_retry(lambda: _prepare(message, template))
 
 
@@ -411,14 +413,8 @@ def _claim_ready(message_id: str) -> tuple[int, str, datetime] | None:
     the request. One round trip; the new attempt number, the captured address and the claim's
     time, or ``None`` when nothing was claimed (then ``_claim`` tells why)."""
     now = timezone.now()
-    db = connections[DEFAULT_DB_ALIAS]
-    pk = Message._meta.pk.get_db_prep_value(message_id, db)
-    at = Message._meta.get_field("sending_at").get_db_prep_value(now, db)
-    lock_sql, _, start_sql, _ = _claim_sql()
-    _, claimed, _ = rows.run(
-        [(lock_sql, [pk]), (_claim_ready_sql(), [at, at, pk]), (start_sql, [at, at, pk, at])],
-        atomic=True,
-    )
+    statements, _ = _claim_statements(message_id, _claim_ready_sql(), now)
+    _, claimed, _ = rows.run(statements, atomic=True)
     if not claimed:
         return None
     attempts, to_address = claimed[0]
@@ -472,23 +468,21 @@ def _claim(message_id: str) -> tuple[Message, MessageTemplate | None] | None:
     step's request ``scheduled → sending``, only if this claim happened (so a claim that finds
     nothing changes nothing); the read of everything the send needs.
     """
-    now = timezone.now()
-    db = connections[DEFAULT_DB_ALIAS]
-    pk = Message._meta.pk.get_db_prep_value(message_id, db)
-    at = Message._meta.get_field("sending_at").get_db_prep_value(now, db)
-    lock_sql, claim_sql, start_sql, read_sql = _claim_sql()
-    _, claimed, _, read = rows.run(
-        [
-            (lock_sql, [pk]),
-            (claim_sql, [at, at, pk]),
-            (start_sql, [at, at, pk, at]),
-            (read_sql, [pk]),
-        ],
-        atomic=True,
-    )
+    statements, pk = _claim_statements(message_id, _claim_sql()[1], timezone.now())
+    _, claimed, _, read = rows.run([*statements, (_claim_sql()[3], [pk])], atomic=True)
     if not claimed or not read:
         return None
     return _claimed_row(read[0])
+
+
+def _claim_statements(message_id: str, claim_sql: str, now: datetime) -> tuple[list, Any]:
+    """The claim's first three statements with their values (lock the request, ``claim_sql``,
+    start the request), and the message's primary key as the database takes it."""
+    db = connections[DEFAULT_DB_ALIAS]
+    pk = Message._meta.pk.get_db_prep_value(message_id, db)
+    at = Message._meta.get_field("sending_at").get_db_prep_value(now, db)
+    lock_sql, _, start_sql, _ = _claim_sql()
+    return [(lock_sql, [pk]), (claim_sql, [at, at, pk]), (start_sql, [at, at, pk, at])], pk
 
 
 @functools.cache
