@@ -4,7 +4,9 @@ Automation platforms retry (Zapier's replay and Autoreplay run a create again ho
 a client sends a key derived from its input, and we answer a repeat with the first response:
 
 * first request with a key: the key is claimed (row ``in_progress``) by one committed
-  ``INSERT ... ON CONFLICT DO NOTHING`` statement, the work runs, and its response is stored
+  ``INSERT ... ON CONFLICT DO NOTHING`` statement (on PostgreSQL its commit does not wait for
+  the WAL flush: the work's synchronous commit after it flushes the claim too), the work runs,
+  and its response is stored
   (``done``), in the work's own transaction where the handler offers one (so the work and its
   stored response commit together: a crash between them cannot leave work done with no
   response to replay), else right after;
@@ -205,8 +207,11 @@ def _insert_claim(
     )
     db = connections[DEFAULT_DB_ALIAS]
     params = [f.get_db_prep_save(getattr(row, f.attname), db) for f in _claim_fields()]
+    # Inside a caller's transaction the statement would set the whole transaction's commit:
+    # then it is a plain INSERT, committed with the caller's work.
+    async_commit = db.vendor == "postgresql" and not db.in_atomic_block
     with db.cursor() as cursor:
-        cursor.execute(_claim_sql(), params)
+        cursor.execute(_claim_sql(async_commit), params)
         inserted = cursor.fetchone()
     if inserted is None:
         return None
@@ -223,12 +228,28 @@ def _claim_fields() -> list[Field]:
 
 
 @functools.cache
-def _claim_sql() -> str:
+def _claim_sql(async_commit: bool) -> str:
+    """The claim's INSERT. With ``async_commit`` (PostgreSQL, autocommit), its transaction,
+    the statement alone, commits without waiting for the WAL flush:
+    ``set_config('synchronous_commit', 'off', true)`` inside the statement, so still one round
+    trip. A concurrent request sees the claim at once all the same, and the claim needs no
+    durability of its own: WAL is flushed in order, so the work's transaction, which commits
+    synchronously after it, makes the claim durable with the work, and a crash before that
+    loses both, as a crash before the claim would: the retry runs afresh. One WAL flush per
+    new contact instead of two (docs/benchmarks.md, ninth pass).
+    """
     qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    columns = ", ".join(qn(f.column) for f in _claim_fields())
+    values = ", ".join(["%s"] * len(_claim_fields()))
+    if async_commit:
+        source = (
+            f"SELECT {values} "
+            "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
+        )
+    else:
+        source = f"VALUES ({values})"
     return (
-        f"INSERT INTO {qn(IdempotencyKey._meta.db_table)} "
-        f"({', '.join(qn(f.column) for f in _claim_fields())}) "
-        f"VALUES ({', '.join(['%s'] * len(_claim_fields()))}) "
+        f"INSERT INTO {qn(IdempotencyKey._meta.db_table)} ({columns}) {source} "
         f"ON CONFLICT ({qn('owner_id')}, {qn('key')}) DO NOTHING RETURNING {qn('id')}"
     )
 

@@ -158,6 +158,59 @@ def test_one_commit_carries_the_rows_and_the_stored_response(api):
     assert IdempotencyKey.objects.get(key="order-1001").state == IdempotencyKey.State.DONE
 
 
+def _synchronous_commit(connection) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_claim_alone_commits_without_waiting_for_the_wal_flush(api):
+    """The claim is the only statement of its transaction and needs no durability of its own
+    (the work's synchronous commit flushes the WAL up to and past it), so its commit does not
+    wait for the flush: one flush per new contact, not two. The setting is local to the
+    claim's transaction: the work's commit and the session stay synchronous."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from connector_api.idempotency import _claim_fields, _claim_sql
+
+    with CaptureQueriesContext(connection) as queries:
+        assert post(api).status_code == 201
+    claims = [q["sql"] for q in queries.captured_queries if "ON CONFLICT" in q["sql"]]
+    assert len(claims) == 1
+    assert "set_config('synchronous_commit', 'off', true)" in claims[0]
+    assert _synchronous_commit(connection) == "on"
+    assert IdempotencyKey.objects.get(key="order-1001").state == IdempotencyKey.State.DONE
+
+    # What the statement does to the transaction it runs in, seen from inside one.
+    row = IdempotencyKey.objects.get(key="order-1001")
+    params = [getattr(row, f.attname) for f in _claim_fields()]
+    params[1] = "another-key"
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_claim_sql(True), params)
+            assert cursor.fetchone() is not None
+        assert _synchronous_commit(connection) == "off"
+    assert _synchronous_commit(connection) == "on"
+    assert IdempotencyKey.objects.filter(key="another-key").exists()
+
+
+@pytest.mark.postgres
+def test_a_claim_inside_a_callers_transaction_leaves_its_commit_synchronous(owner):
+    """Inside a transaction that is not the claim's own (this test runs in one), the setting
+    would reach the caller's work: the claim is then a plain INSERT."""
+    from django.db import connection
+
+    from connector_api.idempotency import idempotency_key_claim
+
+    assert connection.in_atomic_block
+    claim = idempotency_key_claim(owner=owner, key="k-1", endpoint="e", fingerprint="f")
+    assert claim.replay is None
+    assert _synchronous_commit(connection) == "on"
+
+
 def test_a_deduplicated_200_is_replayed_as_200(api):
     post(api, key="first")
     dedup = post(api, key="second")
