@@ -45,6 +45,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import User
+from reviews import rows
+from reviews.rows import Statement
 
 from .errors import ApiError
 from .models import IdempotencyKey
@@ -63,18 +65,31 @@ def ttl() -> timedelta:
     return timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
 
 
-StoreResponse = Callable[[int, Any], None]
+class ResponseStore:
+    """Given to an ``idempotent`` handler: stores its response with its work."""
+
+    def __init__(self, claim: IdempotencyKey) -> None:
+        self._claim = claim
+        self.handed_out = False
+
+    def statement(self, status: int, body: Any) -> Statement:
+        """The statement that stores ``(status, body)`` as the key's response. The handler
+        runs it in its work's transaction, beside its last write (one round trip where the
+        database allows), so the response commits or rolls back with the work."""
+        self.handed_out = True
+        return idempotency_key_complete_statement(claim=self._claim, status=status, body=body)
 
 
 def idempotent(
-    request: Request, *, endpoint: str, handler: Callable[[StoreResponse | None], Response]
+    request: Request, *, endpoint: str, handler: Callable[[ResponseStore | None], Response]
 ) -> Response:
     """Run ``handler`` at most once per (user, ``Idempotency-Key``); no header: just run it.
 
-    ``handler`` gets ``store(status, body)`` (``None`` without a key). A handler whose work
-    is one transaction calls it inside that transaction, as its last write, with the response
-    it is about to return: the response then commits with the work, with no commit of its
-    own. A handler that does not call it has its response stored after it returns.
+    ``handler`` gets a ``ResponseStore`` (``None`` without a key). A handler whose work is
+    one transaction runs ``store.statement(status, body)`` inside that transaction, with the
+    response it is about to return: the response then commits with the work, with no commit
+    or round trip of its own. A handler that does not ask for it has its response stored
+    after it returns.
 
     ``request.data`` must already be parsed (a body that is not JSON never claims a key).
     """
@@ -98,13 +113,7 @@ def idempotent(
     if claim.replay is not None:
         status, body = claim.replay
         return Response(body, status=status, headers={REPLAYED_HEADER: "true"})
-    stored = False
-
-    def store(status: int, body: Any) -> None:
-        nonlocal stored
-        idempotency_key_complete(claim=claim.row, status=status, body=body)
-        stored = True
-
+    store = ResponseStore(claim.row)
     try:
         response = handler(store)
     except BaseException:
@@ -112,7 +121,7 @@ def idempotent(
         # (A response stored in a transaction that then rolled back went with it.)
         idempotency_key_release(claim=claim.row)
         raise
-    if stored:
+    if store.handed_out:
         return response  # stored with the work, in its transaction
     if response.status_code >= 500:
         idempotency_key_release(claim=claim.row)
@@ -260,21 +269,27 @@ def idempotency_key_complete(*, claim: IdempotencyKey, status: int, body: Any) -
     Every idempotent write runs this: one statement written once, not an ORM update
     compiled per request (docs/benchmarks.md).
     """
+    rows.run([idempotency_key_complete_statement(claim=claim, status=status, body=body)])
+
+
+def idempotency_key_complete_statement(
+    *, claim: IdempotencyKey, status: int, body: Any
+) -> Statement:
+    """``idempotency_key_complete`` as a statement, for a caller to send with its own."""
     db = connections[DEFAULT_DB_ALIAS]
     field = IdempotencyKey._meta.get_field
-    with db.cursor() as cursor:
-        cursor.execute(
-            _complete_sql(),
-            [
-                IdempotencyKey.State.DONE.value,
-                status,
-                json.dumps(body, ensure_ascii=False),
-                field("completed_at").get_db_prep_save(timezone.now(), db),
-                claim.pk,
-                IdempotencyKey.State.IN_PROGRESS.value,
-                field("locked_at").get_db_prep_save(claim.locked_at, db),
-            ],
-        )
+    return (
+        _complete_sql(),
+        [
+            IdempotencyKey.State.DONE.value,
+            status,
+            json.dumps(body, ensure_ascii=False),
+            field("completed_at").get_db_prep_save(timezone.now(), db),
+            claim.pk,
+            IdempotencyKey.State.IN_PROGRESS.value,
+            field("locked_at").get_db_prep_save(claim.locked_at, db),
+        ],
+    )
 
 
 @functools.cache

@@ -33,11 +33,18 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from psycopg.types.json import Json, Jsonb
 
+from .rows import Statement
+from .rows import run as rows_run
 
-def insert_together(*groups: Sequence[models.Model]) -> None:
-    """Insert the unsaved instances, model by model in the given order, in one statement."""
+
+def insert_together(*groups: Sequence[models.Model], then: Sequence[Statement] = ()) -> None:
+    """Insert the unsaved instances, model by model in the given order, in one statement.
+
+    ``then``: statements to run right after it, in the caller's transaction, sent in the same
+    round trip on PostgreSQL (``rows.run``), one by one elsewhere."""
     groups = tuple(rows for rows in groups if rows)
     if not groups:
+        rows_run(then)
         return
     for rows in groups:
         for obj in rows:
@@ -47,13 +54,13 @@ def insert_together(*groups: Sequence[models.Model]) -> None:
     if connection.vendor != "postgresql":
         for rows in groups:
             type(rows[0]).objects.bulk_create(rows)
+        rows_run(then)
         return
     params = [
         json.dumps([_row_json(obj, connection) for obj in rows], separators=(",", ":"))
         for rows in groups
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(_statement(tuple(type(rows[0]) for rows in groups)), params)
+    rows_run([(_statement(tuple(type(rows[0]) for rows in groups)), params), *then])
     for rows in groups:
         for obj in rows:
             obj._state.adding = False

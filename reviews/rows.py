@@ -75,15 +75,18 @@ def together() -> bool:
     return db.vendor == "postgresql" and not db.settings_dict["OPTIONS"].get("server_side_binding")
 
 
-def run(
-    statements: Sequence[tuple[str, Sequence[Any]]], *, atomic: bool = False
-) -> list[list[tuple]]:
+Statement = tuple[str, Sequence[Any]]  # SQL with ``%s`` placeholders, and its parameters
+
+
+def run(statements: Sequence[Statement], *, atomic: bool = False) -> list[list[tuple]]:
     """Run the statements in order; every statement's rows (``[]`` for one that returns none).
 
     One round trip where ``together()``: outside a transaction, PostgreSQL runs the statements
     of one query string as one implicit transaction (no ``BEGIN``/``COMMIT`` round trips).
     ``atomic``: they must commit or fail as one everywhere, so where they run one by one they
     run inside ``transaction.atomic()``."""
+    if not statements:
+        return []
     if atomic and not (together() and len(statements) > 1):
         with transaction.atomic():
             return run(statements)

@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.idempotency import HEADER, REPLAYED_HEADER, StoreResponse, idempotent
+from connector_api.idempotency import HEADER, REPLAYED_HEADER, ResponseStore, idempotent
 from connector_api.openapi import (
     REVIEW_REQUEST_EXAMPLE,
     ContactRequest,
@@ -35,6 +35,7 @@ from connector_api.permissions import TokenHasRequiredScopes
 from connector_api.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
+from reviews.rows import Statement
 from reviews.services import AddContactResult, add_contact
 
 ENDPOINT = "send-review-request"
@@ -124,27 +125,27 @@ class SendReviewRequestApi(RateLimitedView, APIView):
             request, endpoint=ENDPOINT, handler=lambda store: self._add(request, store)
         )
 
-    def _add(self, request: Request, store: StoreResponse | None) -> Response:
+    def _add(self, request: Request, store: ResponseStore | None) -> Response:
         serializer = self.InputSerializer(
             data=request.data, context={"default_region": request.user.default_region}
         )
         serializer.is_valid(raise_exception=True)
         answer: list[tuple[int, dict[str, Any]]] = []
 
-        def respond(result: AddContactResult) -> None:
-            # In add_contact's transaction: the Idempotency-Key's response commits with the
-            # contact and request (one commit per request, not two).
+        def respond(result: AddContactResult) -> list[Statement]:
+            # In add_contact's transaction: the Idempotency-Key's response is written with the
+            # contact and request (one commit per request, not two; one round trip with the
+            # new rows).
             status, body = 201 if result.created else 200, review_request_body(result)
-            if store is not None:
-                store(status, body)
             answer.append((status, body))
+            return [store.statement(status, body)] if store is not None else []
 
         try:
             add_contact(
                 owner=request.user,
                 data=serializer.validated_data,
                 source=Contact.Source.API,
-                before_commit=respond,
+                also_write=respond,
             )
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -24,6 +24,7 @@ from ..models import (
     BusinessSettings,
     Channel,
     Contact,
+    Message,
     PlannedStep,
     ReviewRequest,
     ReviewSite,
@@ -31,6 +32,7 @@ from ..models import (
     messages_for,
 )
 from ..normalize import ContactInput, clean_contact_input
+from ..rows import Statement
 from .dispatch import dispatch_kick
 
 
@@ -116,7 +118,7 @@ def add_contact(
     data: Mapping[str, Any] | ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
-    before_commit: Callable[[AddContactResult], None] | None = None,
+    also_write: Callable[[AddContactResult], Sequence[Statement]] | None = None,
 ) -> AddContactResult:
     """Add or update a contact and give them at most one scheduled review request.
 
@@ -145,9 +147,11 @@ def add_contact(
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
     import reads them once per batch instead of once per row).
 
-    ``before_commit``: called with the result as the transaction's last step, so that what it
-    writes commits (or rolls back) with the contact and request: the API stores its
-    ``Idempotency-Key`` response this way. If it raises, nothing is written.
+    ``also_write``: called in the transaction with the result once it is decided, before the
+    new rows are written; the statements it returns run in the same transaction, right after
+    the new rows' insert and in the same round trip on PostgreSQL (on their own when nothing
+    new is inserted), so they commit or roll back with the contact and request: the API
+    stores its ``Idempotency-Key`` response this way. If it raises, nothing is written.
     """
     if isinstance(data, ContactInput):
         clean = data  # parsed by the caller (the API's input serializer)
@@ -161,7 +165,7 @@ def add_contact(
         clean=clean,
         policy=policy,
         source=source,
-        before_commit=before_commit,
+        also_write=also_write,
     )
     try:
         return once()
@@ -177,18 +181,23 @@ def _add_contact_once(
     clean: ContactInput,
     policy: BusinessSettings,
     source: str,
-    before_commit: Callable[[AddContactResult], None] | None,
+    also_write: Callable[[AddContactResult], Sequence[Statement]] | None,
 ) -> AddContactResult:
     with transaction.atomic():
-        result = _add_contact_in_transaction(owner=owner, clean=clean, policy=policy, source=source)
-        if before_commit is not None:
-            before_commit(result)
+        result, new_rows = _add_contact_in_transaction(
+            owner=owner, clean=clean, policy=policy, source=source
+        )
+        also = also_write(result) if also_write is not None else ()
+        # One statement for the new rows (reviews/inserts.py), the write path's main cost, and
+        # the caller's statements in the same round trip.
+        insert_together(*new_rows, then=also)
     return result
 
 
 def _add_contact_in_transaction(
     *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
-) -> AddContactResult:
+) -> tuple[AddContactResult, tuple[list[Contact], list[ReviewRequest], list[Message]]]:
+    """The result, and the new rows still to insert (contact, request, messages), if any."""
     now = timezone.now().replace(microsecond=0)
     matches = selectors.contacts_matching(
         owner=owner,
@@ -229,21 +238,20 @@ def _add_contact_in_transaction(
             contact=contact, now=now, cooldown=policy.cooldown
         )
         if blocking is not None:
-            return _existing(contact, blocking, policy, notes)
+            return _existing(contact, blocking, policy, notes), ()
 
     steps = policy.plan_steps(contact)
     if not steps:
         if contact_created:
             contact.save()
-        return _opted_out(owner, contact, contact_created, now, notes)
+        return _opted_out(owner, contact, contact_created, now, notes), ()
 
     delay = clean.delay_hours if clean.delay_hours is not None else policy.default_delay_hours
     send = policy.send_time(
         channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
     )
     review_request = ReviewRequest(owner=owner, contact=contact, scheduled_for=send.at)
-    # One statement for the new rows (reviews/inserts.py): the write path's main cost.
-    insert_together(
+    new_rows = (
         [contact] if contact_created else [],
         [review_request],
         messages_for(review_request, steps, due_at=send.at),
@@ -252,7 +260,7 @@ def _add_contact_in_transaction(
         # Latency only: a worker dispatches right after commit instead of at the next
         # beat sweep, which stays the safety net if this kick is lost.
         transaction.on_commit(dispatch_kick)
-    return AddContactResult(
+    result = AddContactResult(
         review_request=review_request,
         contact=contact,
         outcome=AddContactOutcome.SCHEDULED,
@@ -260,6 +268,7 @@ def _add_contact_in_transaction(
         contact_created=contact_created,
         message=_scheduled_message(contact, steps, send, notes),
     )
+    return result, new_rows
 
 
 def _dedup_lock_keys(*, owner: User, clean: ContactInput) -> list[int]:

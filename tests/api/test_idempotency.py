@@ -124,10 +124,11 @@ def test_the_response_is_stored_in_the_transaction_of_the_work(api, monkeypatch)
     first would have (201), instead of finding the contact and answering 200."""
     import connector_api.idempotency as idempotency
 
-    def refuse(**kwargs):
-        raise RuntimeError("the database went away while storing the response")
+    def refused(**kwargs):
+        # Fails in the database, where the response is written: with the new rows.
+        return ("SELECT * FROM idempotency_test_no_such_table", [])
 
-    monkeypatch.setattr(idempotency, "idempotency_key_complete", refuse)
+    monkeypatch.setattr(idempotency, "idempotency_key_complete_statement", refused)
     api.raise_request_exception = False
     assert post(api).status_code == 500
     assert not ReviewRequest.objects.exists()
@@ -149,13 +150,34 @@ def test_one_commit_carries_the_rows_and_the_stored_response(api):
     with CaptureQueriesContext(connection) as queries:
         assert post(api).status_code == 201
     sql = [q["sql"] for q in queries.captured_queries]
-    store = next(i for i, q in enumerate(sql) if q.startswith('UPDATE "connector_api_idem'))
+    store = next(i for i, q in enumerate(sql) if 'UPDATE "connector_api_idempotencykey"' in q)
     commits = [i for i, q in enumerate(sql) if q == "COMMIT"]
     # The claim commits by itself first (a concurrent retry sees it: 409); then one
     # transaction writes the rows and the response.
     assert len(commits) == 1
     assert commits[0] > store
     assert IdempotencyKey.objects.get(key="order-1001").state == IdempotencyKey.State.DONE
+
+
+@pytest.mark.postgres
+def test_the_stored_response_travels_with_the_new_rows(api):
+    """On PostgreSQL the response's UPDATE is sent in the same query string as the insert of
+    the contact, its request and messages: one round trip for both writes."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    post(api, {"email": "first@example.com"}, key="first")  # the owner's settings are created
+    with CaptureQueriesContext(connection) as queries:
+        assert post(api).status_code == 201
+    writes = [
+        q["sql"]
+        for q in queries.captured_queries
+        if 'UPDATE "connector_api_idempotencykey"' in q["sql"]
+    ]
+    assert len(writes) == 1
+    assert 'INSERT INTO "reviews_contact"' in writes[0]
+    assert 'INSERT INTO "reviews_message"' in writes[0]
+    assert IdempotencyKey.objects.get(key="order-1001").response_status == 201
 
 
 def _synchronous_commit(connection) -> str:
