@@ -40,8 +40,8 @@ from .rows import run as rows_run
 def insert_together(*groups: Sequence[models.Model], then: Sequence[Statement] = ()) -> None:
     """Insert the unsaved instances, model by model in the given order, in one statement.
 
-    ``then``: statements to run right after it, in the caller's transaction, sent in the same
-    round trip on PostgreSQL (``rows.run``), one by one elsewhere."""
+    ``then``: statements to run right after it, in the caller's transaction: in the same
+    round trip where ``rows.together()``, one by one elsewhere (``rows.run``)."""
     groups = tuple(rows for rows in groups if rows)
     if not groups:
         rows_run(then)

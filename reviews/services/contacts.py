@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from accounts.models import User
@@ -24,7 +25,6 @@ from ..models import (
     BusinessSettings,
     Channel,
     Contact,
-    Message,
     PlannedStep,
     ReviewRequest,
     ReviewSite,
@@ -196,8 +196,9 @@ def _add_contact_once(
 
 def _add_contact_in_transaction(
     *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
-) -> tuple[AddContactResult, tuple[list[Contact], list[ReviewRequest], list[Message]]]:
-    """The result, and the new rows still to insert (contact, request, messages), if any."""
+) -> tuple[AddContactResult, tuple[Sequence[Model], ...]]:
+    """The result, and the new rows still to insert, model by model (contact, request,
+    messages); none when no new request was made."""
     now = timezone.now().replace(microsecond=0)
     matches = selectors.contacts_matching(
         owner=owner,
