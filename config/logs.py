@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+
+from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 
 # Attributes every LogRecord has; anything else was passed through ``extra=`` and is logged.
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
@@ -26,3 +29,45 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             payload["exc_info"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
+
+
+class RoutineTaskFilter(logging.Filter):
+    """Leaves out Celery's INFO lines about each run of ``tasks``: beat sending it, a worker
+    receiving it, its success. For periodic tasks that run every few seconds (the dispatcher's
+    sweep, the heartbeat) those are three lines a run, ~150,000 a day, that say nothing and
+    bury the lines that do. Everything else passes: their retries and failures, what the tasks
+    log themselves, other tasks' lines; and all of it when the root logger is at DEBUG
+    (``LOG_LEVEL=DEBUG``)."""
+
+    def __init__(self, tasks: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.tasks = frozenset(tasks)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or (record.name, record.msg) not in _ROUTINE_LINES:
+            return True
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            return True
+        return _task_name(record) not in self.tasks
+
+
+# (logger, message template) of the lines every run of a task writes when all goes well.
+_ROUTINE_LINES = frozenset(
+    {
+        ("celery.beat", "Scheduler: Sending due task %s (%s)"),
+        ("celery.worker.strategy", LOG_RECEIVED),
+        ("celery.app.trace", LOG_SUCCESS),
+    }
+)
+
+
+def _task_name(record: logging.LogRecord) -> str | None:
+    """The task a routine line is about: the worker's lines carry their context as a mapping
+    (``"name"``); beat's has the schedule entry's name, then the task's."""
+    args = record.args
+    if isinstance(args, Mapping):
+        name = args.get("name")
+        return name if isinstance(name, str) else None
+    if isinstance(args, tuple) and len(args) == 2:
+        return str(args[1])
+    return None

@@ -528,3 +528,17 @@ CELERY_BEAT_SCHEDULE["purge-opt-out-events"] = {
 }
 # Twilio's client logs every request and response (headers, bodies with phone numbers) at INFO.
 LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": True}
+
+# Celery's INFO lines about each run of a periodic task that runs more often than once a minute
+# (beat sending it, the worker receiving it, its success) are left out: three lines every two
+# seconds for the dispatcher's sweep alone. Their failures, retries and own lines stay;
+# LOG_LEVEL=DEBUG shows them all (config.logs.RoutineTaskFilter).
+LOGGING["filters"]["routine_tasks"] = {
+    "()": "config.logs.RoutineTaskFilter",
+    "tasks": sorted(
+        entry["task"]
+        for entry in CELERY_BEAT_SCHEDULE.values()
+        if isinstance(entry["schedule"], int | float) and entry["schedule"] < 60
+    ),
+}
+LOGGING["handlers"]["stdout"]["filters"].append("routine_tasks")
