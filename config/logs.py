@@ -44,21 +44,20 @@ class RoutineTaskFilter(logging.Filter):
         self.tasks = frozenset(tasks)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.INFO or (record.name, record.msg) not in _ROUTINE_LINES:
+        if record.levelno != logging.INFO or _ROUTINE_LINES.get(record.name) != record.msg:
             return True
         if logging.getLogger().isEnabledFor(logging.DEBUG):
             return True
         return _task_name(record) not in self.tasks
 
 
-# (logger, message template) of the lines every run of a task writes when all goes well.
-_ROUTINE_LINES = frozenset(
-    {
-        ("celery.beat", "Scheduler: Sending due task %s (%s)"),
-        ("celery.worker.strategy", LOG_RECEIVED),
-        ("celery.app.trace", LOG_SUCCESS),
-    }
-)
+# Logger -> message template of the line every run of a task writes there when all goes well.
+# (Compared, not hashed: a message may be any object, a dict included.)
+_ROUTINE_LINES = {
+    "celery.beat": "Scheduler: Sending due task %s (%s)",
+    "celery.worker.strategy": LOG_RECEIVED,
+    "celery.app.trace": LOG_SUCCESS,
+}
 
 
 def _task_name(record: logging.LogRecord) -> str | None:

@@ -67,6 +67,7 @@ TRACE = "celery.app.trace"
             record("celery.worker.consumer", logging.INFO, "Connected to %s", "redis://"),
             id="startup",
         ),
+        pytest.param(record("some.library", logging.INFO, {"a": "dict"}), id="unhashable"),
     ],
 )
 def test_failures_other_tasks_and_the_tasks_own_lines_stay(line):
