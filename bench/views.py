@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import time
@@ -31,10 +30,14 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from config import versioned_cache
 from connector_api import idempotency, ratelimit
+from oauth_provider import token_cache
+from oauth_provider.models import token_digest
 from reviews import inserts, rows
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
 from reviews.selectors import _matching_sql
+from reviews.services.contacts import dedup_lock_key
 
 WRITE_SQL = """
 WITH contact AS (
@@ -107,21 +110,20 @@ L3_ENDPOINT = "bench-l3"
 def round_trips_only(request: HttpRequest) -> JsonResponse:
     """L4's round trips for a new contact, nothing else (see the module docstring)."""
     owner = request.headers["X-Bench-Owner"]
-    body = request.body
-    data = json.loads(body)
+    data = json.loads(request.body)
     email = data["email"].lower()
     # Redis, three round trips as in L4: the token's cache entry with its generation, the
     # owner's rate-limit counter (the limiter's own store), the settings' entry with its
     # generation. Nothing is built from what they return.
-    digest = hashlib.sha256(request.headers["Authorization"][7:].encode()).hexdigest()
-    cache.get_many([f"oauth:token:{digest}", f"oauth:token:{digest}:gen"])
+    token_key = token_cache._key(token_digest(request.headers["Authorization"][7:]))
+    cache.get_many([token_key, versioned_cache._generation_key(token_key)])
     ratelimit.get_limiter().store.incr(f"bench-l3:{owner}", window=3600, now=time.time())
     settings_key = BusinessSettings.cache_key(uuid.UUID(owner))
-    cache.get_many([settings_key, f"{settings_key}:gen"])
+    cache.get_many([settings_key, versioned_cache._generation_key(settings_key)])
     # PostgreSQL, five round trips as in L4: the claim (its own asynchronous commit), BEGIN,
     # the advisory lock with the match, the insert with the stored response, COMMIT.
     now = timezone.now()
-    fingerprint = hashlib.sha256(L3_ENDPOINT.encode() + b"\n" + body).hexdigest()
+    fingerprint = idempotency.request_fingerprint(endpoint=L3_ENDPOINT, data=data)
     with connection.cursor() as cursor:
         cursor.execute(
             idempotency._claim_sql(not connection.in_atomic_block),  # as L4 chooses
@@ -137,9 +139,7 @@ def round_trips_only(request: HttpRequest) -> JsonResponse:
             ],
         )
         (claim_id,) = cursor.fetchone()
-    lock = int.from_bytes(
-        hashlib.sha256(f"contact:{owner}:email:{email}".encode()).digest()[:8], "big", signed=True
-    )
+    lock = dedup_lock_key(owner, "email", email)
     contact_id, request_id = str(uuid.uuid4()), str(uuid.uuid4())
     stamp = now.isoformat()
     scheduled = (now + timedelta(hours=int(data.get("delay_hours", 0)))).replace(microsecond=0)

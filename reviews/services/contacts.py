@@ -281,15 +281,19 @@ def _dedup_lock_keys(*, owner: User, clean: ContactInput) -> list[int]:
     """
     if connection.vendor != "postgresql":
         return []
-    names = []
+    keys = []
     if clean.email_normalized:
-        names.append(f"contact:{owner.pk}:email:{clean.email_normalized}")
+        keys.append(dedup_lock_key(owner.pk, "email", clean.email_normalized))
     if clean.phone:
-        names.append(f"contact:{owner.pk}:phone:{clean.phone}")
-    return sorted(
-        int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
-        for name in names
-    )
+        keys.append(dedup_lock_key(owner.pk, "phone", clean.phone))
+    return sorted(keys)
+
+
+def dedup_lock_key(owner_id: Any, kind: str, value: str) -> int:
+    """The advisory lock key of one owner's contact ``kind`` (``email``: the normalised
+    address, ``phone``: E.164) with this value: 64 bits of a SHA-256."""
+    name = f"contact:{owner_id}:{kind}:{value}"
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 def _existing(
