@@ -120,8 +120,8 @@ def round_trips_only(request: HttpRequest) -> JsonResponse:
     ratelimit.get_limiter().store.incr(f"bench-l3:{owner}", window=3600, now=time.time())
     settings_key = BusinessSettings.cache_key(uuid.UUID(owner))
     cache.get_many([settings_key, versioned_cache._generation_key(settings_key)])
-    # PostgreSQL, five round trips as in L4: the claim (its own asynchronous commit), BEGIN,
-    # the advisory lock with the match, the insert with the stored response, COMMIT.
+    # PostgreSQL, four round trips as in L4: the claim (its own asynchronous commit), BEGIN,
+    # the advisory lock with the match, the insert with the stored response and COMMIT.
     now = timezone.now()
     fingerprint = idempotency.request_fingerprint(endpoint=L3_ENDPOINT, data=data)
     with connection.cursor() as cursor:
@@ -200,6 +200,7 @@ def round_trips_only(request: HttpRequest) -> JsonResponse:
                     idempotency._complete_sql(),
                     ["done", 201, json.dumps(answer), now, claim_id, "in_progress", now],
                 ),
-            ]
+            ],
+            commit=True,
         )
     return JsonResponse(answer, status=201)

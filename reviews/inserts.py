@@ -37,14 +37,18 @@ from .rows import Statement
 from .rows import run as rows_run
 
 
-def insert_together(*groups: Sequence[models.Model], then: Sequence[Statement] = ()) -> None:
+def insert_together(
+    *groups: Sequence[models.Model], then: Sequence[Statement] = (), commit: bool = False
+) -> None:
     """Insert the unsaved instances, model by model in the given order, in one statement.
 
     ``then``: statements to run right after it, in the caller's transaction: in the same
-    round trip where ``rows.together()``, one by one elsewhere (``rows.run``)."""
+    round trip where ``rows.together()``, one by one elsewhere (``rows.run``). ``commit``:
+    these are the last statements of the caller's ``atomic()`` block, which may then commit
+    in the same round trip (``rows.run(commit=True)``: only the outermost block does)."""
     groups = tuple(rows for rows in groups if rows)
     if not groups:
-        rows_run(then)
+        rows_run(then, commit=commit)
         return
     for rows in groups:
         for obj in rows:
@@ -54,13 +58,15 @@ def insert_together(*groups: Sequence[models.Model], then: Sequence[Statement] =
     if connection.vendor != "postgresql":
         for rows in groups:
             type(rows[0]).objects.bulk_create(rows)
-        rows_run(then)
+        rows_run(then, commit=commit)
         return
     params = [
         json.dumps([_row_json(obj, connection) for obj in rows], separators=(",", ":"))
         for rows in groups
     ]
-    rows_run([(_statement(tuple(type(rows[0]) for rows in groups)), params), *then])
+    rows_run(
+        [(_statement(tuple(type(rows[0]) for rows in groups)), params), *then], commit=commit
+    )
     for rows in groups:
         for obj in rows:
             obj._state.adding = False

@@ -78,18 +78,30 @@ def together() -> bool:
 Statement = tuple[str, Sequence[Any]]  # SQL with ``%s`` placeholders, and its parameters
 
 
-def run(statements: Sequence[Statement], *, atomic: bool = False) -> list[list[tuple]]:
+def run(
+    statements: Sequence[Statement], *, atomic: bool = False, commit: bool = False
+) -> list[list[tuple]]:
     """Run the statements in order; every statement's rows (``[]`` for one that returns none).
 
     One round trip where ``together()``: outside a transaction, PostgreSQL runs the statements
     of one query string as one implicit transaction (no ``BEGIN``/``COMMIT`` round trips).
     ``atomic``: they must commit or fail as one everywhere, so where they run one by one they
-    run inside ``transaction.atomic()``."""
+    run inside ``transaction.atomic()``.
+
+    ``commit``: these are the last statements of the caller's ``atomic()`` block. If that block
+    is the outermost one (``commits_here()``), the query string ends with ``COMMIT``: the
+    server commits in the same round trip, and the block's own commit on exit finds no
+    transaction open and sends nothing (psycopg skips it): one round trip fewer, the same
+    outcome. If a statement fails, the ``COMMIT`` never runs and the block rolls back as
+    usual. Anywhere else (inside a caller's transaction, a savepoint, a test's transaction,
+    statements run one by one) nothing is appended and the block commits as before."""
     if not statements:
         return []
     if atomic and not (together() and len(statements) > 1):
         with transaction.atomic():
             return run(statements)
+    if commit and together() and commits_here():
+        return run([*statements, ("COMMIT", [])])[:-1]
     db = connections[DEFAULT_DB_ALIAS]
     results: list[list[tuple]] = []
     with db.cursor() as cursor:
@@ -107,6 +119,19 @@ def run(statements: Sequence[Statement], *, atomic: bool = False) -> list[list[t
                 cursor.execute(sql, params)
                 results.append(_rows(cursor))
     return results
+
+
+def commits_here() -> bool:
+    """Whether the current ``atomic()`` block is the outermost one and will commit on exit:
+    the only block whose last statements may carry its ``COMMIT`` (``run(commit=True)``)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    return (
+        db.in_atomic_block
+        and len(db.atomic_blocks) == 1
+        and db.commit_on_exit
+        and not db.needs_rollback
+        and not db.atomic_blocks[0]._from_testcase
+    )
 
 
 def _rows(cursor) -> list[tuple]:

@@ -59,7 +59,16 @@ def shape(sql: str) -> str:
     return re.sub(r"\s*-?\w*\d\w*", " ?", sql)
 
 
-def test_l3_sends_l4s_statements_for_a_new_contact_and_writes_the_same_rows(api):
+@pytest.mark.parametrize(
+    "own_transaction",
+    [
+        pytest.param(False, id="inside-the-test-transaction"),
+        # As under the bench: each request's transaction is the outermost, so its last round
+        # trip carries the COMMIT (reviews.rows.run(commit=True)).
+        pytest.param(True, id="own-transaction", marks=pytest.mark.django_db(transaction=True)),
+    ],
+)
+def test_l3_sends_l4s_statements_for_a_new_contact_and_writes_the_same_rows(api, own_transaction):
     owner = api.owner
     BusinessSettings.for_owner(owner)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {api.access_token}"}
@@ -74,6 +83,10 @@ def test_l3_sends_l4s_statements_for_a_new_contact_and_writes_the_same_rows(api)
 
     assert (l4_status, l3_status) == (201, 201)
     assert [shape(s) for s in l3_sql] == [shape(s) for s in l4_sql]
+    # Only a request's own transaction may commit in the round trip of its last statements,
+    # the insert with the stored response.
+    (last,) = [s for s in l4_sql if 'UPDATE "connector_api_idempotencykey"' in s]
+    assert last.endswith("; COMMIT") is own_transaction
     for email in ("four@example.com", "three@example.com"):
         contact = Contact.objects.get(owner=owner, email_normalized=email)
         request = ReviewRequest.objects.get(contact=contact)

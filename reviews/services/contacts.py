@@ -189,8 +189,9 @@ def _add_contact_once(
         )
         also = also_write(result) if also_write is not None else ()
         # One statement for the new rows (reviews/inserts.py), the write path's main cost, and
-        # the caller's statements in the same round trip.
-        insert_together(*new_rows, then=also)
+        # the caller's statements in the same round trip; the transaction's last, so where
+        # this block is the outermost (an API request) it commits in that round trip too.
+        insert_together(*new_rows, then=also, commit=True)
     return result
 
 
