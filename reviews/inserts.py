@@ -64,9 +64,7 @@ def insert_together(
         json.dumps([_row_json(obj, connection) for obj in rows], separators=(",", ":"))
         for rows in groups
     ]
-    rows_run(
-        [(_statement(tuple(type(rows[0]) for rows in groups)), params), *then], commit=commit
-    )
+    rows_run([(_statement(tuple(type(rows[0]) for rows in groups)), params), *then], commit=commit)
     for rows in groups:
         for obj in rows:
             obj._state.adding = False
