@@ -123,14 +123,17 @@ def run(
 
 def commits_here() -> bool:
     """Whether the current ``atomic()`` block is the outermost one and will commit on exit:
-    the only block whose last statements may carry its ``COMMIT`` (``run(commit=True)``)."""
+    the only block whose last statements may carry its ``COMMIT`` (``run(commit=True)``).
+
+    Read from the connection's transaction state as ``Atomic`` keeps it: one block open, to
+    be committed on exit, not marked for rollback. A ``TestCase``'s test always runs two
+    blocks deep (the class's and the test's), so its transaction is never committed."""
     db = connections[DEFAULT_DB_ALIAS]
     return (
         db.in_atomic_block
         and len(db.atomic_blocks) == 1
         and db.commit_on_exit
         and not db.needs_rollback
-        and not db.atomic_blocks[0]._from_testcase
     )
 
 

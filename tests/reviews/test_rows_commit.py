@@ -12,6 +12,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
 from reviews import rows
@@ -100,3 +101,14 @@ def test_outside_postgresqls_query_strings_the_block_commits_on_exit(owner):
             insert_together([contact], [request], messages, commit=True)
         assert not any(q["sql"] == "COMMIT" for q in queries.captured_queries)
     assert Contact.objects.filter(pk=contact.pk).exists()
+
+
+class TestInsideATestCase(TestCase):
+    """A ``TestCase``'s own transaction is rolled back after the test: ``commit=True`` must
+    never commit it, even for statements run directly in it."""
+
+    def test_the_test_cases_block_is_not_committed(self):
+        self.assertFalse(rows.commits_here())
+        with CaptureQueriesContext(connection) as queries:
+            rows.run([("SELECT 1", []), ("SELECT 2", [])], commit=True)
+        self.assertFalse(any("COMMIT" in q["sql"] for q in queries.captured_queries))
