@@ -4,12 +4,9 @@ Automation platforms retry (Zapier's replay and Autoreplay run a create again ho
 a client sends a key derived from its input, and we answer a repeat with the first response:
 
 * first request with a key: the key is claimed (row ``in_progress``) by one committed
-  ``INSERT ... ON CONFLICT DO NOTHING`` statement (on PostgreSQL its commit does not wait for
-  the WAL flush: the work's synchronous commit after it flushes the claim too), the work runs,
-  and its response is stored
-  (``done``), in the work's own transaction where the handler offers one (so the work and its
-  stored response commit together: a crash between them cannot leave work done with no
-  response to replay), else right after;
+  statement (``IdempotencyKey.objects.claim``), then the work runs and its response is stored
+  (``done``) in one transaction, so the work and its stored response commit together: a crash
+  between them cannot leave work done with no response to replay;
 * same key, same body (sha256 of the canonical JSON, so key order and whitespace do not
   matter): the stored status and body, with ``Idempotent-Replayed: true``;
 * same key, different body: 422 ``idempotency_key_reused``;
@@ -28,7 +25,6 @@ task ``purge_idempotency_keys`` deletes older ones.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -38,15 +34,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Field
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import User
-from reviews import rows
-from reviews.rows import Statement
 
 from .errors import ApiError
 from .models import IdempotencyKey
@@ -65,37 +58,19 @@ def ttl() -> timedelta:
     return timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
 
 
-class ResponseStore:
-    """Given to an ``idempotent`` handler: stores its response with its work."""
-
-    def __init__(self, claim: IdempotencyKey) -> None:
-        self._claim = claim
-        self.handed_out = False
-
-    def statement(self, status: int, body: Any) -> Statement:
-        """The statement that stores ``(status, body)`` as the key's response. The handler
-        runs it in its work's transaction, beside its last write (one round trip where the
-        database allows), so the response commits or rolls back with the work."""
-        self.handed_out = True
-        return idempotency_key_complete_statement(claim=self._claim, status=status, body=body)
-
-
-def idempotent(
-    request: Request, *, endpoint: str, handler: Callable[[ResponseStore | None], Response]
-) -> Response:
+def idempotent(request: Request, *, endpoint: str, handler: Callable[[], Response]) -> Response:
     """Run ``handler`` at most once per (user, ``Idempotency-Key``); no header: just run it.
 
-    ``handler`` gets a ``ResponseStore`` (``None`` without a key). A handler whose work is
-    one transaction runs ``store.statement(status, body)`` inside that transaction, with the
-    response it is about to return: the response then commits with the work, with no commit
-    or round trip of its own. A handler that does not ask for it has its response stored
-    after it returns.
+    With a key: claim it, then run ``handler`` and store its response in one transaction, so
+    the response commits with the work (``handler`` may open transactions of its own: they
+    become savepoints of this one). A response of 500 or more, or an exception, is not stored
+    and the key is released: a retry runs afresh.
 
     ``request.data`` must already be parsed (a body that is not JSON never claims a key).
     """
     key = request.headers.get(HEADER)
     if key is None:
-        return handler(None)
+        return handler()
     if not 0 < len(key) <= MAX_KEY_LENGTH or not _KEY_CHARS.fullmatch(key):
         raise ApiError(
             400,
@@ -113,20 +88,19 @@ def idempotent(
     if claim.replay is not None:
         status, body = claim.replay
         return Response(body, status=status, headers={REPLAYED_HEADER: "true"})
-    store = ResponseStore(claim.row)
     try:
-        response = handler(store)
+        with transaction.atomic():
+            response = handler()
+            if response.status_code < 500:
+                idempotency_key_complete(
+                    claim=claim.row, status=response.status_code, body=response.data
+                )
     except BaseException:
         # Validation failures (400) and crashes (500) are not stored: a retry runs afresh.
-        # (A response stored in a transaction that then rolled back went with it.)
         idempotency_key_release(claim=claim.row)
         raise
-    if store.handed_out:
-        return response  # stored with the work, in its transaction
     if response.status_code >= 500:
         idempotency_key_release(claim=claim.row)
-    else:
-        idempotency_key_complete(claim=claim.row, status=response.status_code, body=response.data)
     return response
 
 
@@ -152,7 +126,7 @@ def idempotency_key_claim(
     """
     now = now or timezone.now()
     for _ in range(2):
-        claimed = _insert_claim(
+        claimed = IdempotencyKey.objects.claim(
             owner=owner, key=key, endpoint=endpoint, fingerprint=fingerprint, now=now
         )
         if claimed is not None:
@@ -198,107 +172,15 @@ def _in_progress() -> ApiError:
     )
 
 
-def _insert_claim(
-    *, owner: User, key: str, endpoint: str, fingerprint: str, now: datetime
-) -> IdempotencyKey | None:
-    """The new claim, or None if (owner, key) exists: one statement, committed by itself
-    (autocommit), so a concurrent request with the same key sees it at once. One round trip
-    instead of a transaction with a SELECT, a savepoint and an INSERT."""
-    row = IdempotencyKey(
-        owner=owner,
-        key=key,
-        endpoint=endpoint,
-        fingerprint=fingerprint,
-        state=IdempotencyKey.State.IN_PROGRESS,
-        response_body="",
-        created_at=now,
-        locked_at=now,
-    )
-    db = connections[DEFAULT_DB_ALIAS]
-    params = [f.get_db_prep_save(getattr(row, f.attname), db) for f in _claim_fields()]
-    # Inside a caller's transaction the statement would set the whole transaction's commit:
-    # then it is a plain INSERT, committed with the caller's work.
-    async_commit = db.vendor == "postgresql" and not db.in_atomic_block
-    with db.cursor() as cursor:
-        cursor.execute(_claim_sql(async_commit), params)
-        inserted = cursor.fetchone()
-    if inserted is None:
-        return None
-    row.pk = inserted[0]
-    row._state.adding = False
-    return row
-
-
-@functools.cache
-def _claim_fields() -> list[Field]:
-    names = ("owner", "key", "endpoint", "fingerprint", "state", "response_body", "created_at",
-             "locked_at")  # fmt: skip
-    return [IdempotencyKey._meta.get_field(name) for name in names]
-
-
-@functools.cache
-def _claim_sql(async_commit: bool) -> str:
-    """The claim's INSERT. With ``async_commit`` (PostgreSQL, autocommit), its transaction,
-    the statement alone, commits without waiting for the WAL flush:
-    ``set_config('synchronous_commit', 'off', true)`` inside the statement, so still one round
-    trip. A concurrent request sees the claim at once all the same, and the claim needs no
-    durability of its own: WAL is flushed in order, so the work's transaction, which commits
-    synchronously after it, makes the claim durable with the work, and a crash before that
-    loses both, as a crash before the claim would: the retry runs afresh. One WAL flush per
-    new contact instead of two (docs/benchmarks.md, ninth pass).
-    """
-    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    columns = ", ".join(qn(f.column) for f in _claim_fields())
-    values = ", ".join(["%s"] * len(_claim_fields()))
-    if async_commit:
-        source = (
-            f"SELECT {values} "
-            "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
-        )
-    else:
-        source = f"VALUES ({values})"
-    return (
-        f"INSERT INTO {qn(IdempotencyKey._meta.db_table)} ({columns}) {source} "
-        f"ON CONFLICT ({qn('owner_id')}, {qn('key')}) DO NOTHING RETURNING {qn('id')}"
-    )
-
-
 def idempotency_key_complete(*, claim: IdempotencyKey, status: int, body: Any) -> None:
-    """Store the response. A no-op if the claim was taken over meanwhile (its owner stores).
-
-    Every idempotent write runs this: one statement written once, not an ORM update
-    compiled per request (docs/benchmarks.md).
-    """
-    rows.run([idempotency_key_complete_statement(claim=claim, status=status, body=body)])
-
-
-def idempotency_key_complete_statement(
-    *, claim: IdempotencyKey, status: int, body: Any
-) -> Statement:
-    """``idempotency_key_complete`` as a statement, for a caller to send with its own."""
-    db = connections[DEFAULT_DB_ALIAS]
-    field = IdempotencyKey._meta.get_field
-    return (
-        _complete_sql(),
-        [
-            IdempotencyKey.State.DONE.value,
-            status,
-            json.dumps(body, ensure_ascii=False),
-            field("completed_at").get_db_prep_save(timezone.now(), db),
-            claim.pk,
-            IdempotencyKey.State.IN_PROGRESS.value,
-            field("locked_at").get_db_prep_save(claim.locked_at, db),
-        ],
-    )
-
-
-@functools.cache
-def _complete_sql() -> str:
-    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    return (
-        f"UPDATE {qn(IdempotencyKey._meta.db_table)} SET {qn('state')} = %s, "
-        f"{qn('response_status')} = %s, {qn('response_body')} = %s, {qn('completed_at')} = %s "
-        f"WHERE {qn('id')} = %s AND {qn('state')} = %s AND {qn('locked_at')} = %s"
+    """Store the response. A no-op if the claim was taken over meanwhile (its owner stores)."""
+    IdempotencyKey.objects.filter(
+        pk=claim.pk, state=IdempotencyKey.State.IN_PROGRESS, locked_at=claim.locked_at
+    ).update(
+        state=IdempotencyKey.State.DONE,
+        response_status=status,
+        response_body=json.dumps(body, ensure_ascii=False),
+        completed_at=timezone.now(),
     )
 
 

@@ -2,9 +2,59 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
+
+
+class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
+    def claim(
+        self, *, owner: models.Model, key: str, endpoint: str, fingerprint: str, now: datetime
+    ) -> IdempotencyKey | None:
+        """Insert the claim (``in_progress``) for (owner, key); ``None`` when that key exists.
+
+        One statement, ``INSERT ... ON CONFLICT (owner_id, key) DO NOTHING RETURNING id``
+        (PostgreSQL and SQLite alike), committed by itself outside a transaction so a
+        concurrent request with the same key sees it at once; inside a caller's transaction
+        (a test's) it is a plain statement of that transaction.
+
+        Replaces ``transaction.atomic()`` around ``create()`` catching ``IntegrityError``:
+        ``BEGIN``, the insert and ``COMMIT`` (or ``ROLLBACK``), three round trips on every API
+        write with a key. Relies on the unique (owner, key) constraint, which is what makes a
+        concurrent claim of the same key lose.
+        """
+        row = self.model(
+            owner=owner,
+            key=key,
+            endpoint=endpoint,
+            fingerprint=fingerprint,
+            state=self.model.State.IN_PROGRESS,
+            created_at=now,
+            locked_at=now,
+        )
+        fields = [self.model._meta.get_field(name) for name in (
+            "owner", "key", "endpoint", "fingerprint", "state", "response_body", "created_at",
+            "locked_at")]  # fmt: skip
+        qn = connection.ops.quote_name
+        sql = (
+            f"INSERT INTO {qn(self.model._meta.db_table)} "
+            f"({', '.join(qn(field.column) for field in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) "
+            f"ON CONFLICT ({qn('owner_id')}, {qn('key')}) DO NOTHING RETURNING {qn('id')}"
+        )
+        params = [
+            field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            inserted = cursor.fetchone()
+        if inserted is None:
+            return None
+        row.pk = inserted[0]
+        row._state.adding = False
+        return row
 
 
 class IdempotencyKey(models.Model):
@@ -41,6 +91,8 @@ class IdempotencyKey(models.Model):
         default=timezone.now, help_text="When the running request claimed the key."
     )
     completed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = IdempotencyKeyManager()
 
     class Meta:
         constraints = [

@@ -1,9 +1,9 @@
 """Staff views of the reviews app (the back office).
 
 Contacts, review requests and messages are read-only rows here: they are written by
-``reviews.services`` (``add_contact`` and the delivery engine), whose rules (dedup keys, one
+``reviews.services`` (``contact_add`` and the delivery engine), whose rules (dedup keys, one
 active request, opt-outs, claim-before-send) an admin form would bypass. Every staff write goes
-through a service: the CSV import (``contacts_import`` → ``add_contact``), the request actions
+through a service: the CSV import (``contacts_import`` → ``contact_add``), the request actions
 (``review_request_cancel``, ``review_request_send_now``, ``message_resend``), business settings
 (``business_settings_update``) and message wording (``message_template_save``).
 
@@ -481,7 +481,7 @@ class ContactAdmin(_ReadOnlyAdmin):
         return super().changelist_view(request, extra_context)
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
-        """Upload a CSV file for one business; every row goes through ``add_contact``. The
+        """Upload a CSV file for one business; every row goes through ``contact_add``. The
         page answers with the report: counts, ignored columns and each row not imported."""
         if not self.has_import_permission(request):
             raise PermissionDenied

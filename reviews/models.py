@@ -327,7 +327,7 @@ class Contact(models.Model):
 
     The per-owner unique constraints on the normalised e-mail and on the E.164 phone (partial:
     only where present) are the backstop that makes two concurrent adds of one person converge
-    on one row; ``reviews.services.add_contact`` is the only writer of these keys.
+    on one row; ``reviews.services.contact_add`` is the only writer of these keys.
     """
 
     class Source(models.TextChoices):
@@ -413,6 +413,12 @@ class Contact(models.Model):
 
     def reachable_channels(self) -> list[Channel]:
         return [c for c in (Channel.SMS, Channel.EMAIL) if self.can_receive(c)]
+
+    def unreachable_reason(self, channel: str) -> str:
+        """Why nothing goes out on ``channel`` (when ``can_receive`` says it cannot)."""
+        if not self.address_for(channel):
+            return f"not sent: the contact has no {Channel(channel).label} address"
+        return f"not sent: the contact opted out of {Channel(channel).label}"
 
     def opt_out(self, channel: str, *, source: str, at: datetime) -> list[str]:
         """Record an opt-out (the first one counts); returns the changed fields to save."""
@@ -704,6 +710,9 @@ class Message(models.Model):
 
     # Not yet handed to a provider: cancelling these guarantees they are never sent.
     CANCELLABLE_STATUSES = frozenset({Status.PLANNED, Status.PENDING, Status.QUEUED})
+    # An attempt whose outcome may still be recorded: the claim's own status, or unknown when
+    # the sending lease expired before the (slow) outcome came back.
+    ATTEMPT_OPEN_STATUSES = frozenset({Status.SENDING, Status.UNKNOWN})
     TRANSITIONS: dict[str, frozenset[str]] = {
         Status.PLANNED: frozenset({Status.PENDING, Status.CANCELLED}),
         Status.PENDING: frozenset({Status.QUEUED, Status.FAILED, Status.CANCELLED}),
@@ -800,6 +809,17 @@ class Message(models.Model):
         """Statuses a message may move to ``to`` from, for conditional UPDATE claims:
         ``filter(pk=pk, status__in=Message.sources(SENDING)).update(...)``."""
         return _sources(cls.TRANSITIONS, to)
+
+    def refusal(self) -> str:
+        """Why this message must not go out now; ``""`` when it may: the one statement of the
+        pre-send rule (its request is still active, and the contact can still receive its
+        channel). Needs ``review_request`` and its ``contact`` loaded."""
+        request = self.review_request
+        if not request.is_active:
+            return f"not sent: the request ended ({request.status}) before it went out"
+        if not request.contact.can_receive(self.channel):
+            return request.contact.unreachable_reason(self.channel)
+        return ""
 
     def transition(self, to: str, *, at: datetime) -> list[str]:
         """Move to ``to`` (validated), stamping its timestamp; returns the fields to save."""

@@ -62,7 +62,7 @@ def email_inbound_unsubscribe(sender, event, esp_name, **kwargs) -> None:
     match = _UNSUBSCRIBE_TOKEN.search(subject)
     if not match:
         return
-    contact = services.email_unsubscribe(
+    contact = services.contact_email_unsubscribe(
         token=match.group(1),
         source=Contact.OptOutSource.EMAIL_UNSUBSCRIBE,
         raw_text=f"mailto unsubscribe: {subject}"[:500],

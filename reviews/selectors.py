@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
 
-from . import rows
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
 
 # Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
@@ -34,58 +30,18 @@ def phone_search_digits(search: str) -> str:
     return digits.lstrip("0")
 
 
-def contacts_matching(
-    *,
-    owner: User,
-    email_normalized: str,
-    phone: str,
-    for_update: bool = False,
-    advisory_locks: Sequence[int] = (),
-) -> list[Contact]:
-    """The owner's contacts with this e-mail key or this E.164 phone (at most two rows).
-
-    ``for_update`` locks them, in primary-key order so that two transactions locking the same
-    pair cannot deadlock.
-
-    ``advisory_locks`` (PostgreSQL): transaction-scoped advisory lock keys taken, in this
-    order, before the read and in the same round trip (``reviews.rows.run``): one
-    ``pg_advisory_xact_lock`` statement per key, then the ``SELECT``. Each statement has a
-    snapshot of its own (READ COMMITTED), so the read sees every row committed before the last
-    lock was granted, and the locks are taken in the given order (one statement each: a select
-    list's evaluation order is not promised).
-
-    Every API write runs this, so the statement is written once per shape and its rows loaded
-    by ``reviews.rows`` instead of the ORM compiling the query on each call.
-    """
-    db = connections[DEFAULT_DB_ALIAS]
-    if advisory_locks and db.vendor != "postgresql":
-        raise ValueError("advisory locks are a PostgreSQL feature")
+def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list[Contact]:
+    """The owner's contacts with this e-mail key or this E.164 phone (at most two rows),
+    locked (call inside a transaction), in primary-key order so that two transactions locking
+    the same pair cannot deadlock."""
     if not email_normalized and not phone:
         return []
-    params: list = [Contact._meta.get_field("owner").get_db_prep_value(owner.pk, db)]
+    match = Q()
     if email_normalized:
-        params.append(email_normalized)
+        match |= Q(email_normalized=email_normalized)
     if phone:
-        params.append(phone)
-    select = _matching_sql(bool(email_normalized), bool(phone), for_update)
-    results = rows.run(
-        [*(("SELECT pg_advisory_xact_lock(%s)", [key]) for key in advisory_locks), (select, params)]
-    )
-    return [rows.load(Contact, row) for row in results[-1]]
-
-
-@functools.cache
-def _matching_sql(by_email: bool, by_phone: bool, for_update: bool) -> str:
-    qn = connection.ops.quote_name
-    matches = [f"{qn(column)} = %s" for column, wanted in (
-        ("email_normalized", by_email), ("phone", by_phone)) if wanted]  # fmt: skip
-    return (
-        f"SELECT {rows.columns(Contact, qn(Contact._meta.db_table))} "
-        f"FROM {qn(Contact._meta.db_table)} "
-        f"WHERE {qn('owner_id')} = %s AND ({' OR '.join(matches)}) "
-        f"ORDER BY {qn('id')}"
-        + (" FOR UPDATE" if for_update and connection.features.has_select_for_update else "")
-    )
+        match |= Q(phone=phone)
+    return list(Contact.objects.select_for_update().filter(match, owner=owner).order_by("pk"))
 
 
 def review_request_blocking(

@@ -14,12 +14,12 @@ from . import services
 @shared_task(name="reviews.tasks.dispatch_due_messages", acks_late=True)
 def dispatch_due_messages() -> None:
     """Beat, every DISPATCH_INTERVAL_SECONDS, and the on-commit kick. Idempotent."""
-    services.dispatch_due()
+    services.messages_dispatch_due()
 
 
 @shared_task(name="reviews.tasks.send_messages_task", acks_late=True, reject_on_worker_lost=True)
 def send_messages_task(message_ids: list[str]) -> None:
-    """Thin adapter; the rules live in services.send_messages (idempotent per row).
+    """Thin adapter; the rules live in services.messages_send (idempotent per row).
 
     The dispatcher's send task: a few due rows, sent one after the other (Celery's per-task
     cost is paid once for them). ``acks_late`` + ``reject_on_worker_lost``: a task whose
@@ -30,22 +30,22 @@ def send_messages_task(message_ids: list[str]) -> None:
     Then it kicks the dispatcher (at most one kick per second gets through): while rows are
     due, the queue is topped up as fast as workers empty it instead of once per beat interval.
     """
-    services.send_messages(message_ids=message_ids)
-    services.dispatch_kick()
+    services.messages_send(message_ids=message_ids)
+    services.dispatcher_kick()
 
 
 @shared_task(name="reviews.tasks.send_message_task", acks_late=True, reject_on_worker_lost=True)
 def send_message_task(message_id: str) -> None:
     """One row: what versions before ``send_messages_task`` published, kept so that a deploy
     still runs such tasks found in the broker. Same guarantees."""
-    services.send_message(message_id=message_id)
-    services.dispatch_kick()
+    services.message_send(message_id=message_id)
+    services.dispatcher_kick()
 
 
 @shared_task(name="reviews.tasks.reconcile_unknown_messages", acks_late=True)
 def reconcile_unknown_messages() -> None:
     """Beat: ask providers about messages whose outcome is unknown. Never resends."""
-    services.reconcile_unknown()
+    services.messages_reconcile_unknown()
 
 
 @shared_task(name="reviews.tasks.purge_opt_out_events", acks_late=True)

@@ -128,7 +128,9 @@ def _is_one_click(request: HttpRequest) -> bool:
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     if _is_one_click(request):
         # Mail providers post this without cookies or a CSRF token, by design (RFC 8058).
-        contact = services.email_unsubscribe(token=token, raw_text="List-Unsubscribe one-click")
+        contact = services.contact_email_unsubscribe(
+            token=token, raw_text="List-Unsubscribe one-click"
+        )
         if contact is None:
             return HttpResponse("Unknown unsubscribe link.", status=404, content_type="text/plain")
         return HttpResponse("Unsubscribed.", content_type="text/plain")
@@ -142,7 +144,7 @@ def _unsubscribe_page(request: HttpRequest, token: str) -> HttpResponse:
     context = _page_context(review_request)
     context["email"] = review_request.contact.email
     if request.method == "POST":
-        services.email_unsubscribe(token=token, raw_text="unsubscribe page")
+        services.contact_email_unsubscribe(token=token, raw_text="unsubscribe page")
         return render(request, "reviews/unsubscribed.html", context)
     context["already"] = review_request.contact.email_opted_out_at is not None
     return render(request, "reviews/unsubscribe.html", context)

@@ -39,7 +39,7 @@ class ReviewSiteFactory(factory.django.DjangoModelFactory):
 
 
 class ContactFactory(factory.django.DjangoModelFactory):
-    """A contact row as add_contact stores it (normalised e-mail key, E.164 phone)."""
+    """A contact row as contact_add stores it (normalised e-mail key, E.164 phone)."""
 
     class Meta:
         model = Contact

@@ -3,7 +3,7 @@
 Both are built from ``reviews.normalize.CONTACT_FIELDS``: the input serializer parses exactly
 those keys (others are ignored) and the fields endpoint documents exactly those, so the two
 cannot drift apart. The rules (normalisation, dedup, cooldown, channels, quiet hours) live in
-``reviews.services.add_contact``; this module only parses, calls it and renders.
+``reviews.services.contact_add``; this module only parses, calls it and renders.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.idempotency import HEADER, REPLAYED_HEADER, ResponseStore, idempotent
+from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
 from connector_api.openapi import (
     REVIEW_REQUEST_EXAMPLE,
     ContactRequest,
@@ -35,8 +35,7 @@ from connector_api.permissions import TokenHasRequiredScopes
 from connector_api.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
-from reviews.rows import Statement
-from reviews.services import AddContactResult, add_contact
+from reviews.services import ContactAddResult, contact_add
 
 ENDPOINT = "send-review-request"
 
@@ -121,40 +120,24 @@ class SendReviewRequestApi(RateLimitedView, APIView):
     def post(self, request: Request, platform: str) -> Response:
         if not isinstance(request.data, dict):
             raise ParseError("The request body must be a JSON object.")
-        return idempotent(
-            request, endpoint=ENDPOINT, handler=lambda store: self._add(request, store)
-        )
+        return idempotent(request, endpoint=ENDPOINT, handler=lambda: self._add(request))
 
-    def _add(self, request: Request, store: ResponseStore | None) -> Response:
+    def _add(self, request: Request) -> Response:
         serializer = self.InputSerializer(
             data=request.data, context={"default_region": request.user.default_region}
         )
         serializer.is_valid(raise_exception=True)
-        answer: list[tuple[int, dict[str, Any]]] = []
-
-        def respond(result: AddContactResult) -> list[Statement]:
-            # In add_contact's transaction: the Idempotency-Key's response is written with the
-            # contact and request (one commit per request, not two; one round trip with the
-            # new rows).
-            status, body = 201 if result.created else 200, review_request_body(result)
-            answer.append((status, body))
-            return [store.statement(status, body)] if store is not None else []
-
         try:
-            add_contact(
-                owner=request.user,
-                data=serializer.validated_data,
-                source=Contact.Source.API,
-                also_write=respond,
+            result = contact_add(
+                owner=request.user, data=serializer.validated_data, source=Contact.Source.API
             )
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the spec's strings and nulls: OutputSerializer documents it.
-        status, body = answer[-1]
-        return Response(body, status=status)
+        return Response(review_request_body(result), status=201 if result.created else 200)
 
 
-def review_request_body(result: AddContactResult) -> dict[str, Any]:
+def review_request_body(result: ContactAddResult) -> dict[str, Any]:
     """The spec's review-request fields, and nothing else."""
     contact, request = result.contact, result.review_request
     return {

@@ -1,17 +1,21 @@
-"""Workflows of the reviews app: keyword-only ``entity_verb`` functions that own their transaction.
+"""Workflows of the reviews app: keyword-only ``<entity>_<action>`` functions that own their
+transaction.
 
-See STYLE.md: views, commands and tasks parse input and call one of these; no network I/O
-happens inside a transaction. One module per concern, all public names re-exported here:
+Views, commands and tasks parse input and call one of these; no network I/O happens inside a
+transaction. One module per concern, all public names re-exported here; the modules import each
+other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecycle`` → ``dispatch``):
 
-* ``contacts``: businesses, review sites, ``add_contact``;
-* ``dispatch``: ``dispatch_due`` (due rows → send tasks), lease recovery, the on-commit kick;
-* ``sending``: ``send_message`` (claim, render, call the channel, record) and the request's
-  lifecycle (``advance``);
-* ``provider_events``: status callbacks, tracking events, ``reconcile_unknown``;
+* ``contacts``: businesses, review sites, ``contact_add``;
+* ``dispatch``: ``messages_dispatch_due`` (due rows → send tasks), lease recovery, the
+  on-commit kick;
+* ``sending``: ``messages_send`` (claim, render, call the channel);
+* ``outcomes``: recording what the provider answered (sent, failed, retry, unknown);
+* ``lifecycle``: a request's lock and what comes next (``review_request_advance``);
+* ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``;
 * ``opt_outs``: opt-out and opt-in, the audit, SMS replies, e-mail unsubscribes;
 * ``engagement``: clicks on review-site links and private feedback;
 * ``staff``: ``message_resend``, ``review_request_cancel``, ``review_request_send_now``;
-* ``imports``: ``contacts_import`` (CSV files through ``add_contact``);
+* ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
 * ``business``: what an owner configures in the portal: profile and policy, review sites and
   their order, message wording.
 """
@@ -26,29 +30,34 @@ from .business import (
     review_sites_reorder,
 )
 from .contacts import (
-    AddContactOutcome,
-    AddContactResult,
-    add_contact,
+    ContactAddOutcome,
+    ContactAddResult,
     business_create,
+    contact_add,
     review_site_add,
 )
-from .dispatch import DispatchResult, dispatch_due, dispatch_kick, dispatch_preview
+from .dispatch import (
+    DispatchResult,
+    dispatcher_kick,
+    messages_dispatch_due,
+    messages_dispatch_preview,
+)
 from .engagement import click_record, feedback_leave
 from .imports import ImportFileError, ImportReport, contacts_import
 from .opt_outs import (
+    contact_email_unsubscribe,
     contacts_opt_in,
     contacts_opt_out,
-    email_unsubscribe,
     opt_out_events_purge,
     sms_reply_record,
 )
 from .provider_events import (
-    apply_provider_status,
     email_event_record,
-    reconcile_unknown,
+    message_provider_status_apply,
+    messages_reconcile_unknown,
     twilio_status_record,
 )
-from .sending import SendResult, send_message, send_messages
+from .sending import SendResult, message_send, messages_send
 from .staff import (
     ResendRefused,
     SendNowRefused,
@@ -58,42 +67,42 @@ from .staff import (
 )
 
 __all__ = [
-    "AddContactOutcome",
-    "AddContactResult",
+    "ContactAddOutcome",
+    "ContactAddResult",
     "DispatchResult",
     "ImportFileError",
     "ImportReport",
     "ResendRefused",
     "SendNowRefused",
     "SendResult",
-    "add_contact",
-    "apply_provider_status",
     "business_create",
     "business_settings_update",
     "click_record",
+    "contact_add",
+    "contact_email_unsubscribe",
     "contacts_import",
     "contacts_opt_in",
     "contacts_opt_out",
-    "dispatch_due",
-    "dispatch_kick",
-    "dispatch_preview",
+    "dispatcher_kick",
     "email_event_record",
-    "email_unsubscribe",
     "feedback_leave",
+    "message_provider_status_apply",
     "message_resend",
+    "message_send",
     "message_template_draft",
     "message_template_reset",
     "message_template_save",
+    "messages_dispatch_due",
+    "messages_dispatch_preview",
+    "messages_reconcile_unknown",
+    "messages_send",
     "opt_out_events_purge",
-    "reconcile_unknown",
     "review_request_cancel",
     "review_request_send_now",
     "review_site_add",
     "review_site_move",
     "review_site_remove",
     "review_sites_reorder",
-    "send_message",
-    "send_messages",
     "sms_reply_record",
     "twilio_status_record",
 ]

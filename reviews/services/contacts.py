@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import enum
-import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
 
-from .. import selectors
-from ..inserts import insert_together
+from .. import db, selectors
 from ..models import (
     BusinessSettings,
     Channel,
@@ -32,8 +28,7 @@ from ..models import (
     messages_for,
 )
 from ..normalize import ContactInput, clean_contact_input
-from ..rows import Statement
-from .dispatch import dispatch_kick
+from .dispatch import dispatcher_kick
 
 
 def business_create(
@@ -95,7 +90,7 @@ def _default_label(kind: str | None, url: str) -> str:
 # --- Adding a contact -----------------------------------------------------------------------------
 
 
-class AddContactOutcome(enum.StrEnum):
+class ContactAddOutcome(enum.StrEnum):
     SCHEDULED = "scheduled"  # a new review request was created
     ALREADY_ACTIVE = "already_active"  # the contact's active request was returned
     COOLDOWN = "cooldown"  # a recent request that reached them was returned
@@ -103,23 +98,22 @@ class AddContactOutcome(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class AddContactResult:
+class ContactAddResult:
     review_request: ReviewRequest
     contact: Contact
-    outcome: AddContactOutcome
+    outcome: ContactAddOutcome
     created: bool  # whether ``review_request`` is new (the API answers 201, else 200)
     contact_created: bool
     message: str  # plain words: what was scheduled, or why nothing new was
 
 
-def add_contact(
+def contact_add(
     *,
     owner: User,
     data: Mapping[str, Any] | ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
-    also_write: Callable[[AddContactResult], Sequence[Statement]] | None = None,
-) -> AddContactResult:
+) -> ContactAddResult:
     """Add or update a contact and give them at most one scheduled review request.
 
     The one entry point for the API, the admin and the CSV import. ``data`` holds raw values
@@ -132,26 +126,20 @@ def add_contact(
     latest one that reached them within the cooldown, or create a request with all its message
     rows (step 0 pending at ``scheduled_for``, follow-ups planned).
 
-    Concurrency: on PostgreSQL the transaction first takes transaction-scoped advisory locks on
-    the normalised e-mail and phone (in a fixed order), so concurrent adds of one person run
-    one after the other and the later ones find the contact and its request; the matched rows
-    are also locked (``SELECT ... FOR UPDATE``) against other writers such as opt-outs. The
-    per-owner unique constraints on e-mail and phone and the one-active-request constraint are
-    the backstop: if one still fires (a writer that bypassed the locks), the whole transaction
-    runs once more and finds the winner's rows. SQLite serialises writers by itself
-    (``BEGIN IMMEDIATE``).
+    Concurrency: the transaction first serialises adds of one person (``db.contact_add_lock``),
+    so concurrent adds run one after the other and the later ones find the contact and its
+    request; the matched rows are also locked (``SELECT ... FOR UPDATE``) against other writers
+    such as opt-outs. The per-owner unique constraints on e-mail and phone and the
+    one-active-request constraint are the backstop: if one still fires (a writer that bypassed
+    the lock), the whole transaction runs once more and finds the winner's rows. Inside a
+    caller's transaction (the API's ``Idempotency-Key``) it runs in a savepoint, so that retry
+    works there too.
 
     ``data`` may also be a ``ContactInput`` already parsed by ``clean_contact_input`` (with the
     owner's default region), so that a caller that validated first does not parse twice.
 
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
     import reads them once per batch instead of once per row).
-
-    ``also_write``: called in the transaction with the result once it is decided, before the
-    new rows are written; the statements it returns run in the same transaction, right after
-    the new rows' insert and in the same round trip on PostgreSQL (on their own when nothing
-    new is inserted), so they commit or roll back with the contact and request: the API
-    stores its ``Idempotency-Key`` response this way. If it raises, nothing is written.
     """
     if isinstance(data, ContactInput):
         clean = data  # parsed by the caller (the API's input serializer)
@@ -159,55 +147,39 @@ def add_contact(
         clean = clean_contact_input(data, default_region=owner.default_region)
     if policy is None:
         policy = BusinessSettings.for_owner(owner)
-    once = partial(
-        _add_contact_once,
-        owner=owner,
-        clean=clean,
-        policy=policy,
-        source=source,
-        also_write=also_write,
-    )
     try:
-        return once()
+        return _contact_add_once(owner=owner, clean=clean, policy=policy, source=source)
     except IntegrityError:
         # The other transaction has committed by the time our insert failed: a second run
         # sees its contact and request, and deduplicates onto them.
-        return once()
+        return _contact_add_once(owner=owner, clean=clean, policy=policy, source=source)
 
 
-def _add_contact_once(
+def _contact_add_once(
+    *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
+) -> ContactAddResult:
+    """One run of ``contact_add``, in one transaction."""
+    now = timezone.now().replace(microsecond=0)
+    with transaction.atomic():
+        db.contact_add_lock(owner=owner, email_normalized=clean.email_normalized, phone=clean.phone)
+        matches = selectors.contacts_matching(
+            owner=owner, email_normalized=clean.email_normalized, phone=clean.phone
+        )
+        return _decide(
+            owner=owner, clean=clean, policy=policy, source=source, matches=matches, now=now
+        )
+
+
+def _decide(
     *,
     owner: User,
     clean: ContactInput,
     policy: BusinessSettings,
     source: str,
-    also_write: Callable[[AddContactResult], Sequence[Statement]] | None,
-) -> AddContactResult:
-    with transaction.atomic():
-        result, new_rows = _add_contact_in_transaction(
-            owner=owner, clean=clean, policy=policy, source=source
-        )
-        also = also_write(result) if also_write is not None else ()
-        # One statement for the new rows (reviews/inserts.py), the write path's main cost, and
-        # the caller's statements in the same round trip; the transaction's last, so where
-        # this block is the outermost (an API request) it commits in that round trip too.
-        insert_together(*new_rows, then=also, commit=True)
-    return result
-
-
-def _add_contact_in_transaction(
-    *, owner: User, clean: ContactInput, policy: BusinessSettings, source: str
-) -> tuple[AddContactResult, tuple[Sequence[Model], ...]]:
-    """The result, and the new rows still to insert, model by model (contact, request,
-    messages); none when no new request was made."""
-    now = timezone.now().replace(microsecond=0)
-    matches = selectors.contacts_matching(
-        owner=owner,
-        email_normalized=clean.email_normalized,
-        phone=clean.phone,
-        for_update=True,
-        advisory_locks=_dedup_lock_keys(owner=owner, clean=clean),
-    )
+    matches: list[Contact],
+    now: datetime,
+) -> ContactAddResult:
+    """The rest of ``contact_add``'s transaction, once the matching contacts are locked."""
     by_email = next(
         (c for c in matches if clean.email_normalized == c.email_normalized != ""), None
     )
@@ -216,7 +188,7 @@ def _add_contact_in_transaction(
     contact = by_email or by_phone
     contact_created = contact is None
     if contact is None:
-        # Inserted together with its request below (or saved alone if it gets none).
+        # Inserted with its request below (or saved alone if it gets none).
         contact = Contact(owner=owner, source=source)
         contact.apply_input(clean)
     else:
@@ -240,79 +212,54 @@ def _add_contact_in_transaction(
             contact=contact, now=now, cooldown=policy.cooldown
         )
         if blocking is not None:
-            return _existing(contact, blocking, policy, notes), ()
+            return _existing(contact, blocking, policy, notes)
 
     steps = policy.plan_steps(contact)
     if not steps:
         if contact_created:
             contact.save()
-        return _opted_out(owner, contact, contact_created, now, notes), ()
+        return _opted_out(owner, contact, contact_created, now, notes)
 
     delay = clean.delay_hours if clean.delay_hours is not None else policy.default_delay_hours
     send = policy.send_time(
         channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
     )
     review_request = ReviewRequest(owner=owner, contact=contact, scheduled_for=send.at)
-    new_rows = (
-        [contact] if contact_created else [],
-        [review_request],
-        messages_for(review_request, steps, due_at=send.at),
+    db.review_request_insert(
+        contact=contact if contact_created else None,
+        request=review_request,
+        messages=messages_for(review_request, steps, due_at=send.at),
     )
     if send.at <= now:
         # Latency only: a worker dispatches right after commit instead of at the next
         # beat sweep, which stays the safety net if this kick is lost.
-        transaction.on_commit(dispatch_kick)
-    result = AddContactResult(
+        transaction.on_commit(dispatcher_kick)
+    return ContactAddResult(
         review_request=review_request,
         contact=contact,
-        outcome=AddContactOutcome.SCHEDULED,
+        outcome=ContactAddOutcome.SCHEDULED,
         created=True,
         contact_created=contact_created,
         message=_scheduled_message(contact, steps, send, notes),
     )
-    return result, new_rows
-
-
-def _dedup_lock_keys(*, owner: User, clean: ContactInput) -> list[int]:
-    """The advisory locks that serialise adds of one person (PostgreSQL; held until commit or
-    rollback), in the order to take them; none elsewhere.
-
-    Sorted, so two transactions wanting the same pair cannot deadlock. A 64-bit hash collision
-    only makes two unrelated adds wait for each other.
-    """
-    if connection.vendor != "postgresql":
-        return []
-    keys = []
-    if clean.email_normalized:
-        keys.append(dedup_lock_key(owner.pk, "email", clean.email_normalized))
-    if clean.phone:
-        keys.append(dedup_lock_key(owner.pk, "phone", clean.phone))
-    return sorted(keys)
-
-
-def dedup_lock_key(owner_id: Any, kind: str, value: str) -> int:
-    """The advisory lock key of one owner's contact ``kind`` (``email``: the normalised
-    address, ``phone``: E.164) with this value: 64 bits of a SHA-256."""
-    name = f"contact:{owner_id}:{kind}:{value}"
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 def _existing(
     contact: Contact, request: ReviewRequest, policy: BusinessSettings, notes: list[str]
-) -> AddContactResult:
+) -> ContactAddResult:
     name = contact.display_name
     if request.status == ReviewRequest.Status.SCHEDULED:
         text = (
             f"{name} already has a review request scheduled for "
             f"{_when(request.scheduled_for)}; no new request created."
         )
-        outcome = AddContactOutcome.ALREADY_ACTIVE
+        outcome = ContactAddOutcome.ALREADY_ACTIVE
     elif request.is_active:
         text = (
             f"{name} already has a review request in progress (first message sent "
             f"{_when(request.sent_at or request.scheduled_for)}); no new request created."
         )
-        outcome = AddContactOutcome.ALREADY_ACTIVE
+        outcome = ContactAddOutcome.ALREADY_ACTIVE
     else:
         until = request.cooldown_ends_at(policy.cooldown)
         text = (
@@ -320,8 +267,8 @@ def _existing(
             f"{request.get_status_display().lower()}); no new request until {_day(until)} "
             f"({policy.cooldown_days}-day cooldown)."
         )
-        outcome = AddContactOutcome.COOLDOWN
-    return AddContactResult(
+        outcome = ContactAddOutcome.COOLDOWN
+    return ContactAddResult(
         review_request=request,
         contact=contact,
         outcome=outcome,
@@ -333,7 +280,7 @@ def _existing(
 
 def _opted_out(
     owner: User, contact: Contact, contact_created: bool, now: datetime, notes: list[str]
-) -> AddContactResult:
+) -> ContactAddResult:
     """Every channel we have an address for is opted out: nothing will ever be sent.
 
     The contact's latest request is returned if there is one; otherwise a request is recorded
@@ -354,10 +301,10 @@ def _opted_out(
             ended_reason=ReviewRequest.EndedReason.OPTED_OUT,
             ended_detail=f"Opted out of {channels} before the request was created.",
         )
-    return AddContactResult(
+    return ContactAddResult(
         review_request=latest,
         contact=contact,
-        outcome=AddContactOutcome.OPTED_OUT,
+        outcome=ContactAddOutcome.OPTED_OUT,
         created=created,
         contact_created=contact_created,
         message=" ".join([text, *notes]),

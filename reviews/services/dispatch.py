@@ -1,8 +1,8 @@
 """The dispatcher: due message rows become send tasks, each row exactly once.
 
-Beat runs ``dispatch_due`` every ``DISPATCH_INTERVAL_SECONDS`` (and ``add_contact`` kicks it on
-commit for a message due now). The database decides what is due; the broker only carries short
-send tasks (a few rows each, ``send_batches``), never anything scheduled for later.
+Beat runs ``messages_dispatch_due`` every ``DISPATCH_INTERVAL_SECONDS`` (and ``contact_add``
+kicks it on commit for a message due now). The database decides what is due; the broker only
+carries short send tasks (a few rows each, ``send_batches``), never anything scheduled for later.
 
 Exactly once, even with two beats or two dispatchers at the same moment: a batch is selected
 ``FOR UPDATE SKIP LOCKED`` (PostgreSQL: a second dispatcher skips the rows the first holds and
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -34,6 +35,10 @@ from ..models import Message
 logger = logging.getLogger(__name__)
 
 KICK_CACHE_KEY = "reviews:dispatch-kick"
+# The tasks this module publishes, by name: reviews/tasks.py registers them under these names
+# and calls the services, so the services never import the tasks.
+DISPATCH_TASK = "reviews.tasks.dispatch_due_messages"
+SEND_TASK = "reviews.tasks.send_messages_task"
 
 
 @dataclass
@@ -44,7 +49,7 @@ class DispatchResult:
     enqueue_failed: int = 0  # claimed but the broker refused the task: back to pending
 
 
-def dispatch_due(
+def messages_dispatch_due(
     *, now: datetime | None = None, batch_size: int | None = None, limit: int | None = None
 ) -> DispatchResult:
     """Recover expired leases, then claim due pending rows in batches and enqueue their send
@@ -56,7 +61,7 @@ def dispatch_due(
     now = now or timezone.now()
     batch_size = batch_size or settings.DISPATCH_BATCH_SIZE
     result = DispatchResult()
-    result.requeued, result.unknown = recover_expired_leases(now=now)
+    result.requeued, result.unknown = message_leases_recover(now=now)
 
     budget = (
         settings.DISPATCH_MAX_QUEUED - Message.objects.filter(status=Message.Status.QUEUED).count()
@@ -111,12 +116,10 @@ def _enqueue(message_ids: list[str], queued_at: datetime, result: DispatchResult
     """After commit: the claimed rows as send tasks (``send_batches``). Rows whose task could
     not be published go back to pending at once (nothing was sent), instead of waiting for
     their lease."""
-    from ..tasks import send_messages_task
-
     batches = send_batches(message_ids)
     for index, batch in enumerate(batches):
         try:
-            send_messages_task.delay(batch)
+            current_app.send_task(SEND_TASK, args=[batch])
         except Exception:
             unsent = [message_id for rest in batches[index:] for message_id in rest]
             logger.warning(
@@ -164,7 +167,7 @@ def _sending_expired(now: datetime):
     return Message.objects.filter(status=Message.Status.SENDING, updated_at__lt=cutoff)
 
 
-def recover_expired_leases(*, now: datetime) -> tuple[int, int]:
+def message_leases_recover(*, now: datetime) -> tuple[int, int]:
     """Rows left in flight by a lost task or a dead worker. Returns (requeued, unknown)."""
     # Queued: no task claimed it, so nothing was sent. Its due_at is unchanged: re-dispatched
     # in this same run. A late duplicate task finds the row claimed again and does nothing.
@@ -177,7 +180,7 @@ def recover_expired_leases(*, now: datetime) -> tuple[int, int]:
         last_error=(
             f"The send did not finish within {settings.DELIVERY_SENDING_LEASE_SECONDS} s (the "
             "worker stopped or lost the database); it may have been sent. Reconciled by the "
-            "provider's status callback or reconcile_unknown; never resent automatically."
+            "provider's status callback or messages_reconcile_unknown; never resent automatically."
         ),
         last_error_code="lease_expired",
     )
@@ -196,8 +199,9 @@ class DispatchPreview:
     queued_now: int
 
 
-def dispatch_preview(*, now: datetime | None = None, limit: int = 100) -> DispatchPreview:
-    """What ``dispatch_due`` would do now, changing nothing (``dispatch_due --dry-run``)."""
+def messages_dispatch_preview(*, now: datetime | None = None, limit: int = 100) -> DispatchPreview:
+    """What ``messages_dispatch_due`` would do now, changing nothing (the ``dispatch_due``
+    command's ``--dry-run``)."""
     now = now or timezone.now()
     due = list(_due(now).select_related("review_request__contact").order_by("due_at", "pk")[:limit])
     return DispatchPreview(
@@ -208,7 +212,7 @@ def dispatch_preview(*, now: datetime | None = None, limit: int = 100) -> Dispat
     )
 
 
-def dispatch_kick() -> None:
+def dispatcher_kick() -> None:
     """Ask a worker to dispatch now (run after commit). Latency only, so it never raises:
     the beat sweep finds the row anyway. At most one kick per second gets published."""
     try:
@@ -217,8 +221,6 @@ def dispatch_kick() -> None:
     except Exception:
         logger.warning("cache unavailable for the dispatch kick", exc_info=True)
     try:
-        from ..tasks import dispatch_due_messages
-
-        dispatch_due_messages.apply_async(retry=False, expires=settings.DISPATCH_TASK_EXPIRES)
+        current_app.send_task(DISPATCH_TASK, retry=False, expires=settings.DISPATCH_TASK_EXPIRES)
     except Exception:
         logger.warning("dispatch kick not published; the beat sweep will send", exc_info=True)

@@ -1,23 +1,23 @@
-"""Importing contacts from a CSV file (staff): every row through ``add_contact``.
+"""Importing contacts from a CSV file (staff): every row through ``contact_add``.
 
 The admin's import page and ``manage.py import_contacts`` both call ``contacts_import``. Each row
-is handed to ``add_contact`` exactly as the connector API hands its JSON body, so the same
+is handed to ``contact_add`` exactly as the connector API hands its JSON body, so the same
 normalisation, dedup, cooldown, opt-out and one-active-request rules apply and a bad row fails
 with the same messages the API returns. A bad row is reported (spreadsheet row number and
 reason) and the import goes on.
 
 Speed without a transaction per row: rows are written in batches of ``BATCH_SIZE``, each batch
-one transaction in which every row is its own savepoint (``add_contact``'s ``atomic`` nests), so
-a failing row rolls back alone. Nothing is enqueued per row: ``add_contact`` only asks for a
+one transaction in which every row is its own savepoint (``contact_add``'s ``atomic`` nests), so
+a failing row rolls back alone. Nothing is enqueued per row: ``contact_add`` only asks for a
 dispatcher kick after commit when a message is due now, and that kick is published at most once
-a second (``dispatch_kick``); the beat dispatcher picks up everything that is due anyway.
+a second (``dispatcher_kick``); the beat dispatcher picks up everything that is due anyway.
 
 A dry run does the same work, batch by batch, in transactions that are rolled back, so nothing
 is written or sent and its report is what the import would do. One difference: as a batch's
 work is undone, a row that repeats a person from an earlier batch is recognised by its
-normalised e-mail or phone and reported as a repeat, not passed to ``add_contact`` again.
+normalised e-mail or phone and reported as a repeat, not passed to ``contact_add`` again.
 
-Why batches, not one transaction: ``add_contact`` takes two transaction-scoped advisory locks
+Why batches, not one transaction: ``contact_add`` takes two transaction-scoped advisory locks
 per row on PostgreSQL (e-mail and phone), held until commit; 10,000 rows in one transaction
 would exhaust the server's lock table (``max_locks_per_transaction``), and a short batch also
 keeps concurrent API adds of the same people waiting for at most one batch.
@@ -42,7 +42,7 @@ from accounts.models import User
 
 from ..models import BusinessSettings, Contact
 from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, ContactInput, clean_contact_input
-from .contacts import AddContactOutcome, add_contact
+from .contacts import ContactAddOutcome, contact_add
 
 BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -125,7 +125,7 @@ class ImportReport:
     columns: ColumnMap
     rows: int = 0  # data rows read (blank lines not counted)
     blank: int = 0
-    outcomes: Counter = field(default_factory=Counter)  # AddContactOutcome -> count
+    outcomes: Counter = field(default_factory=Counter)  # ContactAddOutcome -> count
     # Dry run: the dedup keys of earlier batches (their rows were rolled back) -> row number.
     seen: dict[str, int] = field(default_factory=dict, repr=False)
     batch_seen: dict[str, int] = field(default_factory=dict, repr=False)
@@ -137,7 +137,7 @@ class ImportReport:
 
     @property
     def scheduled(self) -> int:
-        return self.outcomes[AddContactOutcome.SCHEDULED]
+        return self.outcomes[ContactAddOutcome.SCHEDULED]
 
     @property
     def imported(self) -> int:
@@ -267,7 +267,7 @@ def _import_rows(
 
 
 def _import_batch(report: ImportReport, batch: list[tuple[int, dict[str, str]]]) -> None:
-    # One transaction per batch; add_contact's own atomic() is a savepoint per row in it.
+    # One transaction per batch; contact_add's own atomic() is a savepoint per row in it.
     with transaction.atomic():
         # Read once per batch: every row of it is scheduled under the same policy.
         report.policy = BusinessSettings.for_owner(report.owner)
@@ -298,7 +298,7 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
         )
         if report.dry_run and _repeats_earlier_batch(report, number, clean):
             return
-        result = add_contact(
+        result = contact_add(
             owner=report.owner, data=clean, source=Contact.Source.IMPORT, policy=report.policy
         )
     except ValidationError as exc:
@@ -306,7 +306,7 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
         return
     report.outcomes[result.outcome] += 1
     report.contacts_created += result.contact_created
-    if result.outcome != AddContactOutcome.SCHEDULED:
+    if result.outcome != ContactAddOutcome.SCHEDULED:
         report.notes.append(RowIssue(number, result.message))
 
 
@@ -323,7 +323,7 @@ def _repeats_earlier_batch(report: ImportReport, number: int, clean: ContactInpu
         report.batch_seen.setdefault(key, number)
     if earlier is None:
         return False
-    report.outcomes[AddContactOutcome.ALREADY_ACTIVE] += 1
+    report.outcomes[ContactAddOutcome.ALREADY_ACTIVE] += 1
     report.notes.append(
         RowIssue(
             number,

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from ..models import Channel, Contact, OptOutEvent, ReviewRequest
 from ..sms_keywords import Intent, classify
-from .sending import advance
+from .lifecycle import review_request_advance
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def _stop_requests(contact: Contact, *, at: datetime) -> None:
             request.cancel_open_messages(at=at)
         else:
             # Cancels the unsent messages on the channel they left, plans or ends the rest.
-            advance(request, cause=ReviewRequest.Status.OPTED_OUT, at=at)
+            review_request_advance(request=request, cause=ReviewRequest.Status.OPTED_OUT, at=at)
 
 
 def contacts_opt_in(
@@ -164,7 +164,7 @@ def sms_reply_record(*, from_number: str, body: str, message_sid: str = "") -> I
     return intent
 
 
-def email_unsubscribe(
+def contact_email_unsubscribe(
     *,
     token: str,
     source: str = Contact.OptOutSource.EMAIL_UNSUBSCRIBE,

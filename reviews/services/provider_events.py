@@ -1,6 +1,6 @@
 """What providers tell us after the send: status callbacks, tracking events, lookups.
 
-All of them go through ``apply_provider_status``, which only ever moves a message forward
+All of them go through ``message_provider_status_apply``, which only ever moves a message forward
 (``sending``/``unknown`` → ``sent`` → ``delivered``, or → ``failed``): a replayed or late event
 changes nothing, and ``delivered`` never goes back to ``sent``. An event naming a provider id
 other than the one stored (an older attempt) is ignored. A status that proves the provider has
@@ -22,8 +22,14 @@ from ..channels.email import email_channel
 from ..channels.sms import sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
 from ..normalize import is_uuid
+from .lifecycle import (
+    review_request_advance,
+    review_request_lock,
+    review_request_lock_by_message,
+    review_request_note_sent,
+)
 from .opt_outs import contacts_opt_out
-from .sending import advance, after_failed, after_sent, lock_request_of
+from .outcomes import message_failure_apply
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +54,7 @@ TWILIO_STATUSES = {
 }
 
 
-def apply_provider_status(
+def message_provider_status_apply(
     *,
     message_id: str,
     outcome: str,
@@ -66,7 +72,7 @@ def apply_provider_status(
     """
     at = at or timezone.now()
     with transaction.atomic():
-        lock_request_of(message_id)
+        review_request_lock_by_message(message_id=message_id)
         message = (
             Message.objects.select_for_update(of=("self",))
             .select_related("review_request__contact")
@@ -128,7 +134,9 @@ def _mark_sent(message: Message, provider_message_id: str, at: datetime) -> None
             "last_error_code",
         ]
     )
-    after_sent(message, at=message.sent_at)
+    review_request_note_sent(
+        request=review_request_lock(request_id=message.review_request_id), at=message.sent_at
+    )
 
 
 def _mark_failed(
@@ -151,7 +159,7 @@ def _mark_failed(
             "last_error_code",
         ]
     )
-    after_failed(message, code=error_code, raw_text=message.last_error, at=at)
+    message_failure_apply(message=message, code=error_code, raw_text=message.last_error, at=at)
     request = message.review_request
     if suppress:
         # A hard bounce: the request failed (above); the address is never used again.
@@ -175,7 +183,7 @@ def twilio_status_record(*, message_id: str, sid: str, status: str, error_code: 
     detail = f"Twilio reported the message {status}" + (
         f" (error {error_code})" if error_code else ""
     )
-    return apply_provider_status(
+    return message_provider_status_apply(
         message_id=message_id,
         outcome=outcome,
         provider_message_id=sid,
@@ -227,7 +235,7 @@ def email_event_record(
     suppress = event_type == "bounced" or (
         event_type == "rejected" and reject_reason in _HARD_REJECT_REASONS
     )
-    return apply_provider_status(
+    return message_provider_status_apply(
         message_id=str(message.pk),
         outcome=outcome,
         provider_message_id=esp_message_id,
@@ -263,14 +271,14 @@ class ReconcileRow:
     detail: str = ""
 
 
-def reconcile_unknown(
+def messages_reconcile_unknown(
     *,
     now: datetime | None = None,
     older_than: timedelta | None = None,
     max_age: timedelta | None = None,
     limit: int = 200,
 ) -> list[ReconcileRow]:
-    """Ask the provider about messages whose outcome is unknown (``reconcile_unknown``, and
+    """Ask the provider about messages whose outcome is unknown (``messages_reconcile_unknown``, and
     beat every ``UNKNOWN_RECONCILE_INTERVAL_SECONDS``).
 
     * The provider has it → ``sent``/``delivered``/``failed`` as it reports, follow-ups planned.
@@ -321,7 +329,7 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
             return ReconcileRow(**row, result="lookup_failed", detail=str(exc)[:200])
     if record is not None:
         outcome = TWILIO_STATUSES.get(record.status.lower(), Outcome.ACCEPTED)
-        result = apply_provider_status(
+        result = message_provider_status_apply(
             message_id=str(message.pk),
             outcome=outcome,
             provider_message_id=record.provider_message_id,
@@ -349,7 +357,7 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
 def _give_up(message: Message, code: str, detail: str) -> str:
     now = timezone.now()
     with transaction.atomic():
-        request = lock_request_of(str(message.pk), load=True)
+        request = review_request_lock_by_message(message_id=message.pk, load=True)
         locked = (
             Message.objects.select_for_update(of=("self",))
             .filter(pk=message.pk, status=Message.Status.UNKNOWN)
@@ -366,5 +374,7 @@ def _give_up(message: Message, code: str, detail: str) -> str:
             ]
         )
         # Not the address's fault: the request moves on to its next step, if any.
-        advance(request, cause=ReviewRequest.Status.FAILED, at=now, locked=True)
+        review_request_advance(
+            request=request, cause=ReviewRequest.Status.FAILED, at=now, locked=True
+        )
     return "failed"

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
 from ..normalize import is_uuid
-from .dispatch import dispatch_kick
-from .sending import lock_request, lock_request_of
+from .dispatch import dispatcher_kick
+from .lifecycle import review_request_lock, review_request_lock_by_message
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
         raise ResendRefused(f"No message {message_id}.")
     now = timezone.now()
     with transaction.atomic():
-        request = lock_request_of(message_id, load=True)
+        request = review_request_lock_by_message(message_id=message_id, load=True)
         message = Message.objects.select_for_update(of=("self",)).filter(pk=message_id).first()
         if message is None:
             raise ResendRefused(f"No message {message_id}.")
@@ -82,7 +82,7 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
                 "provider_message_id",
             ]
         )
-        transaction.on_commit(dispatch_kick)
+        transaction.on_commit(dispatcher_kick)
     logger.warning("message resent by staff", extra={"message_id": str(message.pk)})
     return message
 
@@ -124,7 +124,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
     """
     now = timezone.now()
     with transaction.atomic():
-        request = lock_request(review_request.pk)  # only the request row, as the send path
+        request = review_request_lock(request_id=review_request.pk)
         if not request.is_active:
             raise SendNowRefused(f"The review request has ended ({request.status}).")
         message = (
@@ -164,6 +164,6 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
         if message.step == 0 and request.scheduled_for > now:
             request.scheduled_for = now
             request.save(update_fields=["scheduled_for", "updated_at"])
-        transaction.on_commit(dispatch_kick)
+        transaction.on_commit(dispatcher_kick)
     logger.info("message made due now by staff", extra={"message_id": str(message.pk)})
     return message

@@ -1,13 +1,12 @@
-"""CSV import: every row through add_contact, per-row errors, dry run, header aliases."""
+"""CSV import: every row through contact_add, per-row errors, dry run, header aliases."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from reviews.models import Contact, Message, ReviewRequest
-from reviews.services import AddContactOutcome, ImportFileError, contacts_import
+from reviews.services import ContactAddOutcome, ImportFileError, contacts_import
 from reviews.services.imports import map_columns
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +67,7 @@ def test_import_dedups_repeated_rows_and_applies_the_cooldown(owner):
         raw=csv_bytes("Email", "jane@example.com", "JANE@example.com"),
     )
     assert report.scheduled == 1
-    assert report.outcomes[AddContactOutcome.ALREADY_ACTIVE] == 1
+    assert report.outcomes[ContactAddOutcome.ALREADY_ACTIVE] == 1
     assert report.notes[0].row == 3
     assert "already has a review request" in report.notes[0].reason
     assert Contact.objects.count() == 1
@@ -82,7 +81,7 @@ def test_import_never_writes_to_opted_out_channels(owner):
     Contact.objects.update(email_opted_out_at=contact.created_at)
     before = Message.objects.count()
     report = contacts_import(owner=owner, raw=csv_bytes("Email", "jane@example.com"))
-    assert report.outcomes[AddContactOutcome.OPTED_OUT] == 1
+    assert report.outcomes[ContactAddOutcome.OPTED_OUT] == 1
     assert "opted out of e-mail" in report.notes[0].reason
     assert Message.objects.count() == before
 
@@ -213,15 +212,15 @@ def test_dry_run_across_batches_matches_the_import(owner, monkeypatch):
 
 def test_import_costs_a_fixed_number_of_statements_per_row(owner, django_assert_max_num_queries):
     """The 10,000-row figure in docs/benchmarks.md rests on this: per fresh row a savepoint,
-    the match, the new rows and the release (PostgreSQL: the two dedup locks and the match in
-    one round trip, then contact, request and messages in one statement; SQLite: no locks, one
-    insert per model); the business's settings are read once per batch, not per row."""
+    the match, the new rows and the release (PostgreSQL: the two dedup locks, the match, then
+    contact, request and messages in one statement; SQLite: no locks, one insert per model);
+    the business's settings are read once per batch, not per row."""
     rows = 40
     lines = ["First Name,E-mail,Mobile"] + [
         f"Person{i},person{i}@example.com,+1415555{i:04d}" for i in range(rows)
     ]
     contacts_import(owner=owner, raw=csv_bytes("First Name,E-mail", "Warm,warm@example.com"))
-    per_row = 4 if connection.vendor == "postgresql" else 6
+    per_row = 6
     with django_assert_max_num_queries(per_row * rows + 4):
         report = contacts_import(owner=owner, raw=csv_bytes(*lines))
     assert report.scheduled == rows and report.errors == []

@@ -10,10 +10,10 @@ from django.utils import timezone
 from reviews.models import BusinessSettings, Message, ReviewRequest
 from reviews.services import (
     SendNowRefused,
-    dispatch_due,
+    message_send,
+    messages_dispatch_due,
     review_request_cancel,
     review_request_send_now,
-    send_message,
 )
 from tests.support.portal_data import add_request
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 def dispatch_and_send() -> list[str]:
-    return [send_message(message_id=pk) for pk in dispatch_due().claimed]
+    return [message_send(message_id=pk) for pk in messages_dispatch_due().claimed]
 
 
 def test_send_now_makes_a_delayed_first_message_due_and_it_goes_out(business):
@@ -47,7 +47,7 @@ def test_send_now_brings_the_next_follow_up_forward(business):
 
 def test_send_now_refuses_when_nothing_is_waiting(business):
     request = add_request(business, email="jane@example.com", delay_hours=0)
-    dispatch_due()  # the first message is queued for a worker
+    messages_dispatch_due()  # the first message is queued for a worker
     with pytest.raises(SendNowRefused, match="already on its way"):
         review_request_send_now(review_request=request)
 
@@ -87,13 +87,13 @@ def test_send_now_never_overrides_quiet_hours(business, time_machine):
 
 def test_cancel_ends_the_request_and_cancels_every_unsent_message(business):
     request = add_request(business, email="jane@example.com", delay_hours=0)
-    dispatch_due()  # step 0 queued: the send task has not claimed it yet
+    messages_dispatch_due()  # step 0 queued: the send task has not claimed it yet
     review_request_cancel(review_request=request, detail="by staff")
     request.refresh_from_db()
     assert request.status == ReviewRequest.Status.CANCELLED
     assert set(request.messages.values_list("status", flat=True)) == {Message.Status.CANCELLED}
     # The queued task runs late: its claim finds nothing and sends nothing.
-    assert send_message(message_id=str(request.messages.get(step=0).pk)) == "skipped"
+    assert message_send(message_id=str(request.messages.get(step=0).pk)) == "skipped"
 
 
 def test_cancel_is_idempotent(business):

@@ -7,8 +7,10 @@ import itertools
 import pytest
 from django.test.utils import override_settings
 
+from config.celery import app as celery_app
 from reviews.models import BusinessSettings, Message, ReviewRequest
-from reviews.services import add_contact, dispatch_due, send_message
+from reviews.services import contact_add, message_send, messages_dispatch_due
+from reviews.services.dispatch import SEND_TASK
 from tests.factories import ReviewSiteFactory, UserFactory
 from tests.support.fake_providers import FakeProviders
 
@@ -38,7 +40,7 @@ def business(db):
 def request_for(owner, **data) -> ReviewRequest:
     data.setdefault("first_name", "Jane")
     data.setdefault("delay_hours", 0)
-    return add_contact(owner=owner, data=data).review_request
+    return contact_add(owner=owner, data=data).review_request
 
 
 def sms_request(owner, **data) -> ReviewRequest:
@@ -56,8 +58,8 @@ def step(request: ReviewRequest, n: int) -> Message:
 
 def dispatch_and_send() -> list[str]:
     """What beat + a worker do, in-process: claim due rows, run each send task once."""
-    result = dispatch_due()
-    return [send_message(message_id=message_id) for message_id in result.claimed]
+    result = messages_dispatch_due()
+    return [message_send(message_id=message_id) for message_id in result.claimed]
 
 
 @pytest.fixture
@@ -105,3 +107,14 @@ def outbox_email(settings):
     """The embedded default's e-mail backend (tests otherwise use Django's locmem)."""
     settings.EMAIL_BACKEND = "reviews.channels.outbox.OutboxEmailBackend"
     return settings.OUTBOX_DIR
+
+
+def publish_send_tasks_to(monkeypatch, publish) -> None:
+    """The dispatcher's send tasks go to ``publish(message_ids)`` instead of the broker (which
+    Celery's own tests cover); other tasks are dropped."""
+
+    def send_task(name, args=None, **options):
+        if name == SEND_TASK:
+            publish(*args)
+
+    monkeypatch.setattr(celery_app, "send_task", send_task)

@@ -1,4 +1,4 @@
-"""dispatch_due, resend_message and reconcile_unknown: commands over the same services."""
+"""dispatch_due, resend_message and messages_reconcile_unknown: commands over the same services."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from reviews import tasks
 from reviews.models import Message, ReviewRequest
-from reviews.services import dispatch_due
+from reviews.services import messages_dispatch_due
 from tests.delivery.conftest import dispatch_and_send, email_request, sms_request, step
 
 pytestmark = pytest.mark.django_db
@@ -107,7 +107,7 @@ def test_reconcile_finds_an_unknown_sms_at_twilio_and_marks_it_sent(business, tw
 
 def test_reconcile_fails_an_unknown_sms_twilio_never_received(business, twilio):
     request = sms_request(business)
-    (message_id,) = dispatch_due().claimed
+    (message_id,) = messages_dispatch_due().claimed
     # The worker died after claiming, before calling Twilio: the lease made it unknown.
     Message.objects.filter(pk=message_id).update(
         status="unknown",

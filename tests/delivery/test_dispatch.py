@@ -1,4 +1,4 @@
-"""dispatch_due: due rows become send tasks exactly once; leases recover lost work."""
+"""messages_dispatch_due: due rows become send tasks exactly once; leases recover lost work."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from reviews import tasks
 from reviews.models import Message
-from reviews.services import dispatch_due, dispatch_preview
-from tests.delivery.conftest import email_request, step
+from reviews.services import messages_dispatch_due, messages_dispatch_preview
+from tests.delivery.conftest import email_request, publish_send_tasks_to, step
 
 
 def due_messages(owner, n: int) -> list[Message]:
@@ -25,9 +24,7 @@ def enqueued(monkeypatch):
     """Rows of the send tasks published after commit, in order (the broker call itself is
     Celery's business)."""
     published: list[str] = []
-    monkeypatch.setattr(
-        tasks.send_messages_task, "delay", lambda message_ids: published.extend(message_ids)
-    )
+    publish_send_tasks_to(monkeypatch, published.extend)
     return published
 
 
@@ -39,7 +36,7 @@ def test_dispatch_claims_due_pending_rows_oldest_first_and_enqueues_after_commit
     Message.objects.filter(pk=first.pk).update(due_at=timezone.now() - timedelta(minutes=5))
     later = step(email_request(business, delay_hours=5), 0)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        result = dispatch_due()
+        result = messages_dispatch_due()
     assert result.claimed == [str(first.pk), str(second.pk)]
     assert enqueued == []  # nothing published before the commit
     for callback in callbacks:
@@ -54,9 +51,9 @@ def test_dispatch_claims_due_pending_rows_oldest_first_and_enqueues_after_commit
 @pytest.mark.django_db
 def test_dispatch_respects_batch_size_limit_and_the_queued_cap(business, enqueued, settings):
     due_messages(business, 7)
-    assert len(dispatch_due(batch_size=2, limit=5).claimed) == 5
+    assert len(messages_dispatch_due(batch_size=2, limit=5).claimed) == 5
     settings.DISPATCH_MAX_QUEUED = 6  # five are queued already: room for one more
-    assert len(dispatch_due(batch_size=2).claimed) == 1
+    assert len(messages_dispatch_due(batch_size=2).claimed) == 1
     assert Message.objects.filter(status="pending", step=0).count() == 1
 
 
@@ -69,9 +66,9 @@ def test_a_refused_publish_puts_the_rows_back_to_pending_at_once(
     def broker_down(message_ids):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(tasks.send_messages_task, "delay", broker_down)
+    publish_send_tasks_to(monkeypatch, broker_down)
     with django_capture_on_commit_callbacks(execute=True):
-        result = dispatch_due()
+        result = messages_dispatch_due()
     assert len(result.claimed) == 3 and result.enqueue_failed == 3
     assert Message.objects.filter(step=0, status="pending").count() == 3
 
@@ -91,7 +88,7 @@ def test_leases_recover_rows_whose_task_or_worker_was_lost(business, enqueued, s
     Message.objects.filter(pk=busy.pk).update(
         status="sending", updated_at=now - timedelta(seconds=30)
     )
-    result = dispatch_due(now=now)
+    result = messages_dispatch_due(now=now)
     assert (result.requeued, result.unknown) == (1, 1)
     # The lost task's row is due: claimed again in the same run, with the fresh one.
     assert sorted(result.claimed) == sorted([str(lost_task.pk), str(fresh.pk)])
@@ -103,7 +100,7 @@ def test_leases_recover_rows_whose_task_or_worker_was_lost(business, enqueued, s
 @pytest.mark.django_db
 def test_dry_run_preview_changes_nothing(business):
     due_messages(business, 2)
-    preview = dispatch_preview()
+    preview = messages_dispatch_preview()
     assert len(preview.due) == 2
     assert Message.objects.filter(status="queued").count() == 0
 
@@ -120,7 +117,7 @@ def test_two_dispatchers_at_once_claim_each_row_exactly_once(business, enqueued)
         try:
             barrier.wait(timeout=30)
             for _ in range(10):
-                claimed[i] += dispatch_due(batch_size=7).claimed
+                claimed[i] += messages_dispatch_due(batch_size=7).claimed
         except BaseException as exc:  # asserted below
             errors.append(exc)
         finally:

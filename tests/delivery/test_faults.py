@@ -7,7 +7,7 @@ counts every message it accepts; then a fault in the middle of a batch:
 
 Afterwards no message was ever accepted twice by the provider; every message is ``sent`` (the
 provider has it exactly once) or ``unknown`` (the provider has it at most once) and none is
-left pending, queued or sending. Then ``reconcile_unknown`` learns from the provider what
+left pending, queued or sending. Then ``messages_reconcile_unknown`` learns from the provider what
 happened to the unknown ones, those the provider never received are resent, and in the end
 every message was accepted exactly once. Every wait is bounded; every server and process the
 test starts is stopped.
@@ -30,7 +30,7 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from reviews.models import BusinessSettings, Message
-from reviews.services import add_contact, message_resend, reconcile_unknown
+from reviews.services import contact_add, message_resend, messages_reconcile_unknown
 from tests.delivery.conftest import TWILIO_SID, TWILIO_TOKEN
 from tests.factories import UserFactory
 from tests.support.fake_providers import FakeProviders
@@ -79,13 +79,13 @@ def process_env(fake: FakeProviders, redis_url: str, **extra: str) -> dict[str, 
 
 def seed(monkeypatch) -> list[str]:
     """MESSAGES contacts due now, SMS only, no follow-ups, no quiet hours."""
-    monkeypatch.setattr("reviews.services.contacts.dispatch_kick", lambda: None)  # beat sweeps
+    monkeypatch.setattr("reviews.services.contacts.dispatcher_kick", lambda: None)  # beat sweeps
     owner = UserFactory(business_name="Acme Plumbing")
     BusinessSettings.objects.create(
         owner=owner, send_window_applies_to="none", follow_up_offsets_hours=[]
     )
     for i in range(MESSAGES):
-        add_contact(owner=owner, data={"mobile_phone_number": phone(i), "delay_hours": 0})
+        contact_add(owner=owner, data={"mobile_phone_number": phone(i), "delay_hours": 0})
     return [str(pk) for pk in Message.objects.values_list("pk", flat=True)]
 
 
@@ -112,7 +112,7 @@ def reconcile_and_resend(fake: FakeProviders, ids: list[str], services: ServiceP
         TWILIO_FROM_NUMBER=FROM_NUMBER,
         TWILIO_API_BASE_URL=fake.url,
     ):
-        reconcile_unknown(older_than=timedelta(0))
+        messages_reconcile_unknown(older_than=timedelta(0))
     found = statuses(ids)
     counts = fake.counts()
     for message_id, status in found.items():
@@ -204,12 +204,12 @@ import django
 django.setup()
 from accounts.models import User
 from reviews.models import BusinessSettings
-from reviews.services import add_contact
+from reviews.services import contact_add
 owner = User.objects.create_user(email="owner@example.com", business_name="Acme Plumbing")
 BusinessSettings.objects.create(owner=owner, send_window_applies_to="none",
                                 follow_up_offsets_hours=[])
 for i in range({n}):
-    add_contact(owner=owner, data={{"mobile_phone_number": "+1415555%04d" % (3000 + i),
+    contact_add(owner=owner, data={{"mobile_phone_number": "+1415555%04d" % (3000 + i),
                                    "delay_hours": 0}})
 """
 

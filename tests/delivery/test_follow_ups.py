@@ -11,10 +11,10 @@ from django.utils import timezone
 from reviews.models import BusinessSettings, Message, ReviewRequest
 from reviews.services import (
     click_record,
-    dispatch_due,
-    email_unsubscribe,
+    contact_email_unsubscribe,
+    message_send,
+    messages_dispatch_due,
     review_request_cancel,
-    send_message,
     sms_reply_record,
     twilio_status_record,
 )
@@ -182,7 +182,7 @@ def test_an_sms_opt_out_leaves_e_mail_follow_ups_of_a_contact_with_both(business
 
 def test_an_opt_out_before_anything_was_sent_ends_the_request(business):
     request = email_request(business)
-    email_unsubscribe(token=request.token)
+    contact_email_unsubscribe(token=request.token)
     request.refresh_from_db()
     assert request.status == "opted_out"
     assert statuses(request) == ["cancelled", "cancelled", "cancelled"]
@@ -241,9 +241,9 @@ def test_follow_ups_wait_for_an_unknown_first_message_and_follow_its_reconciliat
 
 def test_a_redelivered_send_task_never_plans_a_follow_up_twice(business, twilio):
     request = sms_request(business)
-    (message_id,) = dispatch_due().claimed
-    send_message(message_id=message_id)
-    send_message(message_id=message_id)
+    (message_id,) = messages_dispatch_due().claimed
+    message_send(message_id=message_id)
+    message_send(message_id=message_id)
     assert statuses(request) == ["sent", "pending", "planned"]
 
 

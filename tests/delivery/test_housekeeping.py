@@ -12,7 +12,12 @@ from django.utils import timezone
 
 from reviews import tasks
 from reviews.models import Contact, MessageTemplate, OptOutEvent
-from reviews.services import add_contact, dispatch_kick, email_unsubscribe, opt_out_events_purge
+from reviews.services import (
+    contact_add,
+    contact_email_unsubscribe,
+    dispatcher_kick,
+    opt_out_events_purge,
+)
 from reviews.services.dispatch import KICK_CACHE_KEY
 from tests.delivery.conftest import email_request
 
@@ -23,11 +28,11 @@ def test_a_contact_due_now_kicks_the_dispatcher_on_commit_and_a_later_one_does_n
     business, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks() as now_callbacks:
-        add_contact(owner=business, data={"email": "a@example.com", "delay_hours": 0})
-    assert dispatch_kick in now_callbacks
+        contact_add(owner=business, data={"email": "a@example.com", "delay_hours": 0})
+    assert dispatcher_kick in now_callbacks
     with django_capture_on_commit_callbacks() as later_callbacks:
-        add_contact(owner=business, data={"email": "b@example.com", "delay_hours": 2})
-    assert dispatch_kick not in later_callbacks
+        contact_add(owner=business, data={"email": "b@example.com", "delay_hours": 2})
+    assert dispatcher_kick not in later_callbacks
 
 
 def test_the_kick_never_raises_when_the_broker_is_down(monkeypatch):
@@ -37,7 +42,7 @@ def test_the_kick_never_raises_when_the_broker_is_down(monkeypatch):
         raise ConnectionError("broker unreachable")
 
     monkeypatch.setattr(tasks.dispatch_due_messages, "apply_async", broker_down)
-    dispatch_kick()  # logged, not raised: the beat sweep sends the message anyway
+    dispatcher_kick()  # logged, not raised: the beat sweep sends the message anyway
 
 
 def test_a_mailto_unsubscribe_through_the_esps_inbound_webhook_opts_out(business):
@@ -95,7 +100,7 @@ def test_opt_out_audit_is_kept_four_years_then_purged(business, settings):
 
 def test_the_audit_outlives_the_contact(business):
     request = email_request(business)
-    email_unsubscribe(token=request.token)
+    contact_email_unsubscribe(token=request.token)
     Contact.objects.filter(pk=request.contact_id).delete()
     event = OptOutEvent.objects.get()
     assert event.contact is None and event.address == request.contact.email

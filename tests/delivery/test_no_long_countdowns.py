@@ -16,7 +16,12 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from reviews.models import Message
-from reviews.services import dispatch_due, message_resend, reconcile_unknown, send_message
+from reviews.services import (
+    message_resend,
+    message_send,
+    messages_dispatch_due,
+    messages_reconcile_unknown,
+)
 from reviews.services.dispatch import KICK_CACHE_KEY
 from tests.delivery.conftest import sms_request, step
 
@@ -57,12 +62,14 @@ def test_the_whole_flow_publishes_no_long_eta_or_countdown(business, twilio, pub
     first = sms_request(business)  # on commit: the dispatch kick
     twilio.script("twilio", "503", "hang")
     for _ in range(3):
-        for message_id in dispatch_due().claimed:  # on commit: one send task per row
-            send_message(message_id=message_id)  # retry with backoff, then unknown
+        for message_id in messages_dispatch_due().claimed:  # on commit: one send task per row
+            message_send(message_id=message_id)  # retry with backoff, then unknown
         Message.objects.filter(status="pending", step=0).update(due_at=timezone.now())
     message = step(first, 0)
     assert message.status == "unknown"
-    reconcile_unknown(older_than=timedelta(0))  # found at the fake Twilio: sent, plans step 1
+    messages_reconcile_unknown(
+        older_than=timedelta(0)
+    )  # found at the fake Twilio: sent, plans step 1
     message.refresh_from_db()
     assert message.status == "sent"
     Message.objects.filter(pk=message.pk).update(status="failed")

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test import override_settings
 
 from reviews.models import Message
-from reviews.services import dispatch_due, send_message, sending
+from reviews.services import message_send, messages_dispatch_due, sending
 from tests.delivery.conftest import sms_request, step
 
 
@@ -40,12 +40,12 @@ def test_no_more_provider_calls_at_once_than_the_slots(business, twilio, monkeyp
     watched = CountingChannel(real)
     monkeypatch.setattr(sending, "sms_channel", lambda: watched)
     requests = [sms_request(business) for _ in range(6)]
-    claimed = dispatch_due().claimed
+    claimed = messages_dispatch_due().claimed
     results: list[str] = []
 
     def run(message_id):
         try:
-            results.append(send_message(message_id=message_id))
+            results.append(message_send(message_id=message_id))
         finally:
             connection.close()
 
@@ -68,20 +68,20 @@ def test_no_more_provider_calls_at_once_than_the_slots(business, twilio, monkeyp
 @pytest.mark.django_db
 def test_a_send_that_gets_no_slot_in_time_goes_back_to_pending_unclaimed(business, twilio):
     request = sms_request(business)
-    (message_id,) = dispatch_due().claimed
+    (message_id,) = messages_dispatch_due().claimed
     with override_settings(DELIVERY_PROVIDER_CONCURRENCY=1, DELIVERY_PROVIDER_WAIT_SECONDS=0.05):
         busy = sending.ProviderSlot()
         assert busy.acquire()  # another send holds the only slot
         try:
-            assert send_message(message_id=message_id) == "retry"
+            assert message_send(message_id=message_id) == "retry"
         finally:
             busy.release()
         message = step(request, 0)
         assert (message.status, message.attempts) == (Message.Status.PENDING, 0)
         assert twilio.count(message_id) == 0
         # The next sweep dispatches it again and, with the slot free, it goes out.
-        assert dispatch_due().claimed == [message_id]
-        assert send_message(message_id=message_id) == "sent"
+        assert messages_dispatch_due().claimed == [message_id]
+        assert message_send(message_id=message_id) == "sent"
 
 
 @pytest.mark.django_db
@@ -91,8 +91,8 @@ def test_a_slot_comes_back_whatever_the_provider_answered(business, twilio):
         outcomes = []
         for _ in range(3):
             sms_request(business)
-            (message_id,) = dispatch_due().claimed
-            outcomes.append(send_message(message_id=message_id))
+            (message_id,) = messages_dispatch_due().claimed
+            outcomes.append(message_send(message_id=message_id))
         assert outcomes == ["retry", "failed", "sent"]  # none of them found the slot taken
         slot = sending.ProviderSlot()
         assert slot.acquire()

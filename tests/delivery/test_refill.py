@@ -11,8 +11,8 @@ from tests.support.processes import ROOT
 
 def test_a_send_task_kicks_the_dispatcher_after_sending(monkeypatch):
     calls = []
-    monkeypatch.setattr(services, "send_message", lambda *, message_id: calls.append(message_id))
-    monkeypatch.setattr(services, "dispatch_kick", lambda: calls.append("kick"))
+    monkeypatch.setattr(services, "message_send", lambda *, message_id: calls.append(message_id))
+    monkeypatch.setattr(services, "dispatcher_kick", lambda: calls.append("kick"))
     tasks.send_message_task.run("00000000-0000-0000-0000-000000000001")
     assert calls == ["00000000-0000-0000-0000-000000000001", "kick"]
 

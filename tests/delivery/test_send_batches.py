@@ -1,15 +1,16 @@
-"""Send tasks carry a few rows each: the dispatcher's batching and ``send_messages``."""
+"""Send tasks carry a few rows each: the dispatcher's batching and ``messages_send``."""
 
 from __future__ import annotations
 
 import pytest
+from django.db import DatabaseError
 from django.test import override_settings
 
 from reviews import services, tasks
 from reviews.models import BusinessSettings, Message
-from reviews.services import dispatch_due, send_messages, sending
+from reviews.services import messages_dispatch_due, messages_send, sending
 from reviews.services.dispatch import send_batches
-from tests.delivery.conftest import email_request, sms_request, step
+from tests.delivery.conftest import email_request, publish_send_tasks_to, sms_request, step
 
 
 def ids(n: int) -> list[str]:
@@ -38,7 +39,7 @@ def test_send_batches_split_rows_in_order(settings, rows, batch, sizes):
 @pytest.fixture
 def published(monkeypatch):
     tasks_sent: list[list[str]] = []
-    monkeypatch.setattr(tasks.send_messages_task, "delay", tasks_sent.append)
+    publish_send_tasks_to(monkeypatch, tasks_sent.append)
     return tasks_sent
 
 
@@ -55,7 +56,7 @@ def test_a_backlog_is_published_as_batches_after_commit(
     backlog, published, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        result = dispatch_due(batch_size=100)
+        result = messages_dispatch_due(batch_size=100)
     assert [len(batch) for batch in published] == [2] * 20
     assert [m for batch in published for m in batch] == result.claimed
 
@@ -71,9 +72,9 @@ def test_a_refused_publish_puts_that_batch_and_the_rest_back_to_pending(
             raise ConnectionError("broker unreachable")
         accepted.append(message_ids)
 
-    monkeypatch.setattr(tasks.send_messages_task, "delay", broker_fails_after_three)
+    publish_send_tasks_to(monkeypatch, broker_fails_after_three)
     with django_capture_on_commit_callbacks(execute=True):
-        result = dispatch_due()
+        result = messages_dispatch_due()
     published = {m for batch in accepted for m in batch}
     assert len(published) == 6 and result.enqueue_failed == 34
     statuses = dict(Message.objects.filter(step=0).values_list("pk", "status"))
@@ -84,14 +85,14 @@ def test_a_refused_publish_puts_that_batch_and_the_rest_back_to_pending(
 @pytest.mark.django_db
 def test_a_batch_sends_each_row_once_in_order(business, twilio):
     requests = [sms_request(business) for _ in range(3)]
-    claimed = dispatch_due().claimed
-    assert send_messages(message_ids=claimed) == ["sent"] * 3
+    claimed = messages_dispatch_due().claimed
+    assert messages_send(message_ids=claimed) == ["sent"] * 3
     assert [twilio.count(m) for m in claimed] == [1, 1, 1]
     assert all(step(r, 0).status == Message.Status.SENT for r in requests)
     sent_at = [Message.objects.get(pk=m).sent_at for m in claimed]
     assert sent_at == sorted(sent_at)  # one after the other, in the order given
     # Delivered again (acks_late after a lost worker): every row was claimed, nothing is sent.
-    assert send_messages(message_ids=claimed) == ["skipped"] * 3
+    assert messages_send(message_ids=claimed) == ["skipped"] * 3
     assert [twilio.count(m) for m in claimed] == [1, 1, 1]
 
 
@@ -99,9 +100,9 @@ def test_a_batch_sends_each_row_once_in_order(business, twilio):
 def test_the_send_task_sends_its_rows_then_kicks(monkeypatch):
     calls = []
     monkeypatch.setattr(
-        services, "send_messages", lambda *, message_ids: calls.append(list(message_ids))
+        services, "messages_send", lambda *, message_ids: calls.append(list(message_ids))
     )
-    monkeypatch.setattr(services, "dispatch_kick", lambda: calls.append("kick"))
+    monkeypatch.setattr(services, "dispatcher_kick", lambda: calls.append("kick"))
     tasks.send_messages_task.run(["a", "b"])
     assert calls == [["a", "b"], "kick"]
 
@@ -109,12 +110,12 @@ def test_the_send_task_sends_its_rows_then_kicks(monkeypatch):
 @pytest.mark.django_db
 def test_rows_after_a_send_that_gets_no_slot_go_back_to_pending_unclaimed(business, twilio):
     requests = [sms_request(business) for _ in range(3)]
-    claimed = dispatch_due().claimed
+    claimed = messages_dispatch_due().claimed
     with override_settings(DELIVERY_PROVIDER_CONCURRENCY=1, DELIVERY_PROVIDER_WAIT_SECONDS=0.05):
         busy = sending.ProviderSlot()
         assert busy.acquire()  # the provider is saturated: another send holds the only slot
         try:
-            assert send_messages(message_ids=claimed) == ["retry"]
+            assert messages_send(message_ids=claimed) == ["retry"]
         finally:
             busy.release()
     assert [step(r, 0).status for r in requests] == [Message.Status.PENDING] * 3
@@ -127,12 +128,12 @@ def test_rows_that_could_overrun_the_time_limit_go_back_to_pending(
     business, twilio, settings, monkeypatch
 ):
     requests = [email_request(business) for _ in range(3)]
-    claimed = dispatch_due().claimed
+    claimed = messages_dispatch_due().claimed
     clock = iter([0.0, 1.0, 40.0])  # started; before row 2; before row 3: 40 s have passed
     monkeypatch.setattr(sending, "_clock", lambda: next(clock))
     settings.CELERY_TASK_SOFT_TIME_LIMIT = 60  # one more send may take 25 s (5 + 20)
     settings.DELIVERY_CONNECT_TIMEOUT, settings.DELIVERY_READ_TIMEOUT = 5, 20
-    assert send_messages(message_ids=claimed) == ["sent", "sent"]
+    assert messages_send(message_ids=claimed) == ["sent", "sent"]
     rows = [Message.objects.get(pk=m) for m in claimed]
     assert [row.status for row in rows] == ["sent", "sent", "pending"]
     assert rows[2].attempts == 0
@@ -142,17 +143,17 @@ def test_rows_that_could_overrun_the_time_limit_go_back_to_pending(
 @pytest.mark.django_db
 def test_rows_after_a_send_that_raised_go_back_to_pending(business, twilio, monkeypatch):
     requests = [sms_request(business) for _ in range(3)]
-    claimed = dispatch_due().claimed
-    real_send = sending._send
+    claimed = messages_dispatch_due().claimed
+    real_lock = sending.review_request_lock_by_message
 
-    def database_gone_on_the_second(message_id, slot):
+    def database_fails_on_the_second(*, message_id, **kwargs):
         if message_id == claimed[1]:
-            raise services.sending.OperationalError("the database went away")
-        return real_send(message_id, slot)
+            raise DatabaseError("the database failed")
+        return real_lock(message_id=message_id, **kwargs)
 
-    monkeypatch.setattr(sending, "_send", database_gone_on_the_second)
-    with pytest.raises(services.sending.OperationalError):
-        send_messages(message_ids=claimed)
+    monkeypatch.setattr(sending, "review_request_lock_by_message", database_fails_on_the_second)
+    with pytest.raises(DatabaseError):
+        messages_send(message_ids=claimed)
     assert len(requests) == 3
     statuses = [Message.objects.get(pk=m).status for m in claimed]
     # The first was sent; the second is left to its lease; the third goes back at once.
@@ -166,7 +167,7 @@ def test_a_batch_reads_each_owners_settings_once_and_the_next_batch_afresh(
 ):
     for _ in range(3):
         sms_request(business)
-    claimed = dispatch_due().claimed
+    claimed = messages_dispatch_due().claimed
     reads = []
     real = BusinessSettings.for_owner.__func__
 
@@ -175,9 +176,8 @@ def test_a_batch_reads_each_owners_settings_once_and_the_next_batch_afresh(
         return real(cls, owner)
 
     monkeypatch.setattr(BusinessSettings, "for_owner", classmethod(counted))
-    assert send_messages(message_ids=claimed[:2]) == ["sent", "sent"]
+    assert messages_send(message_ids=claimed[:2]) == ["sent", "sent"]
     assert reads == [business.pk]  # two rows, one read
     # The next batch reads afresh (a change saved in between applies to it).
-    assert send_messages(message_ids=claimed[2:]) == ["sent"]
+    assert messages_send(message_ids=claimed[2:]) == ["sent"]
     assert reads == [business.pk, business.pk]
-    assert sending._batch.settings is None  # nothing outlives a batch

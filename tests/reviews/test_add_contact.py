@@ -1,4 +1,4 @@
-"""reviews.services.add_contact: dedup, cooldown, channel plan, quiet hours, message rows."""
+"""reviews.services.contact_add: dedup, cooldown, channel plan, quiet hours, message rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
-from reviews.services import AddContactOutcome, add_contact, business_create
+from reviews.services import ContactAddOutcome, business_create, contact_add
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def policy(owner):
 
 
 def add(owner, **data):
-    return add_contact(owner=owner, data=data)
+    return contact_add(owner=owner, data=data)
 
 
 def steps(request: ReviewRequest) -> list[tuple]:
@@ -47,7 +47,7 @@ def test_add_contact_creates_contact_request_and_every_message_row(owner, now):
     result = add(owner, first_name="Jane", last_name="Smith", email="Jane@Example.com")
 
     assert result.created and result.contact_created
-    assert result.outcome == AddContactOutcome.SCHEDULED
+    assert result.outcome == ContactAddOutcome.SCHEDULED
     contact = Contact.objects.get()
     assert (contact.email, contact.email_normalized, contact.phone) == (
         "Jane@Example.com",
@@ -140,7 +140,7 @@ def test_without_delay_hours_the_business_default_applies(owner, policy, now):
 
 
 def test_source_is_recorded_on_a_new_contact(owner, now):
-    result = add_contact(owner=owner, data={"email": "jane@example.com"}, source="import")
+    result = contact_add(owner=owner, data={"email": "jane@example.com"}, source="import")
     assert result.contact.source == Contact.Source.IMPORT
 
 
@@ -215,7 +215,7 @@ def test_adding_the_same_email_twice_creates_one_contact_and_one_request(owner, 
     second = add(owner, email="  JANE@example.COM ")
 
     assert not second.created and not second.contact_created
-    assert second.outcome == AddContactOutcome.ALREADY_ACTIVE
+    assert second.outcome == ContactAddOutcome.ALREADY_ACTIVE
     assert second.review_request == first.review_request
     assert Contact.objects.count() == 1 and ReviewRequest.objects.count() == 1
     assert Message.objects.count() == 3
@@ -335,7 +335,7 @@ def test_within_the_cooldown_the_ended_request_is_returned(owner, time_machine):
     time_machine.move_to(datetime(2026, 8, 30, 16, 0, tzinfo=UTC), tick=False)  # day 89
     result = add(owner, email="jane@example.com")
 
-    assert result.outcome == AddContactOutcome.COOLDOWN
+    assert result.outcome == ContactAddOutcome.COOLDOWN
     assert result.review_request == first and not result.created
     assert result.review_request.status == ReviewRequest.Status.CLICKED
     assert result.message.startswith(
@@ -353,7 +353,7 @@ def test_after_the_cooldown_a_new_request_is_created(owner, time_machine):
     time_machine.move_to(datetime(2026, 8, 31, 16, 0, tzinfo=UTC), tick=False)  # day 90
     result = add(owner, email="jane@example.com")
 
-    assert result.created and result.outcome == AddContactOutcome.SCHEDULED
+    assert result.created and result.outcome == ContactAddOutcome.SCHEDULED
     assert result.review_request != first
     assert result.contact == first.contact
     assert ReviewRequest.objects.count() == 2
@@ -402,7 +402,7 @@ def test_contact_opted_out_of_every_channel_gets_no_request(owner, now):
     contact.save(update_fields=contact.opt_out("sms", source="sms_reply", at=now))
 
     first = add(owner, mobile_phone_number=SF_PHONE)
-    assert first.outcome == AddContactOutcome.OPTED_OUT
+    assert first.outcome == ContactAddOutcome.OPTED_OUT
     assert first.created
     request = first.review_request
     assert request.status == ReviewRequest.Status.OPTED_OUT
@@ -442,7 +442,7 @@ def test_metadata_that_would_grow_past_16_kb_when_merged_is_refused(owner, now):
 
 def test_phone_numbers_without_country_code_use_the_owners_region(now):
     british = UserFactory(default_region="GB", time_zone="Europe/London")
-    result = add_contact(owner=british, data={"mobile_phone_number": "07400 123456"})
+    result = contact_add(owner=british, data={"mobile_phone_number": "07400 123456"})
     assert result.contact.phone == "+447400123456"
 
 

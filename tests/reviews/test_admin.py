@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reviews.services import add_contact
+from reviews.services import contact_add
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def added(owner):
-    return add_contact(
+    return contact_add(
         owner=owner,
         data={"first_name": "Jane", "email": "jane@example.com", "metadata": {"order": "1001"}},
     )

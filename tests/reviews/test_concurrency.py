@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from connector_api.models import IdempotencyKey
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
-from reviews.services import add_contact
+from reviews.services import contact_add
 from tests.support.oauth import issue_tokens
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -74,7 +74,7 @@ def settings_row(owner):
 
 def test_twenty_concurrent_adds_of_one_email_make_one_contact_and_one_request(owner, settings_row):
     results = run_together(
-        lambda i: add_contact(
+        lambda i: contact_add(
             owner=owner, data={"email": f"  Jane@Example.COM{' ' * (i % 3)}", "first_name": "J"}
         )
     )
@@ -85,7 +85,7 @@ def test_twenty_concurrent_adds_of_one_email_make_one_contact_and_one_request(ow
 
 def test_twenty_concurrent_adds_of_one_phone_in_different_formats_converge(owner, settings_row):
     results = run_together(
-        lambda i: add_contact(
+        lambda i: contact_add(
             owner=owner, data={"mobile_phone_number": PHONE_FORMATS[i % len(PHONE_FORMATS)]}
         )
     )
@@ -143,9 +143,9 @@ def test_without_the_advisory_locks_the_unique_constraints_still_converge(
     owner, settings_row, monkeypatch
 ):
     # A writer that bypassed the locks: the constraints fire and the losers run again.
-    monkeypatch.setattr("reviews.services.contacts._dedup_lock_keys", lambda **kwargs: [])
+    monkeypatch.setattr("reviews.db.contact_add_lock", lambda **kwargs: None)
     results = run_together(
-        lambda i: add_contact(owner=owner, data={"email": "jane@example.com"}), n=10
+        lambda i: contact_add(owner=owner, data={"email": "jane@example.com"}), n=10
     )
     errors = [r for r in results if isinstance(r, BaseException)]
     assert errors == []
@@ -156,21 +156,21 @@ def test_without_the_advisory_locks_the_unique_constraints_still_converge(
 def test_with_the_advisory_locks_no_add_needs_the_constraint_backstop(
     owner, settings_row, monkeypatch
 ):
-    """The locks and the match travel in one round trip; the match must still see what the
-    lock holder committed (its own snapshot, taken after the locks are granted), so no add
-    inserts a duplicate that a unique constraint has to refuse and send round again."""
-    from reviews.services import contacts
+    """The match sees what the lock holder committed (its own snapshot, taken after the locks
+    are granted), so no add inserts a duplicate that a unique constraint has to refuse and
+    send round again: one match per add."""
+    from reviews import selectors
 
     runs = []
-    original = contacts._add_contact_once
+    original = selectors.contacts_matching
 
     def counted(**kwargs):
         runs.append(1)
         return original(**kwargs)
 
-    monkeypatch.setattr(contacts, "_add_contact_once", counted)
+    monkeypatch.setattr(selectors, "contacts_matching", counted)
     results = run_together(
-        lambda i: add_contact(
+        lambda i: contact_add(
             owner=owner,
             data={"email": "jane@example.com", "mobile_phone_number": PHONE_FORMATS[i % 10]},
         )

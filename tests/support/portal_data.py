@@ -1,6 +1,6 @@
 """Realistic data for the owner portal's tests and screenshots.
 
-Requests are created by the real ``add_contact`` and then moved along their lifecycle with the
+Requests are created by the real ``contact_add`` and then moved along their lifecycle with the
 models' own ``transition()`` (what the delivery engine does), so every row is one the service
 could have produced: message rows per step, a timestamp per status, the ending recorded.
 """
@@ -12,13 +12,13 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from reviews.models import Click, Feedback, Message, OptOutEvent, ReviewRequest, ReviewSite
-from reviews.services import add_contact
+from reviews.services import contact_add
 
 
 def add_request(owner, *, created_at: datetime | None = None, **contact) -> ReviewRequest:
-    """A new review request through ``add_contact`` (the owner's policy plans the steps).
+    """A new review request through ``contact_add`` (the owner's policy plans the steps).
     ``created_at`` backdates it (the funnel counts requests by when they were added)."""
-    result = add_contact(owner=owner, data=contact)
+    result = contact_add(owner=owner, data=contact)
     request = result.review_request
     if created_at is not None:
         ReviewRequest.objects.filter(pk=request.pk).update(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from reviews.services import dispatch_due, dispatch_preview
+from reviews.services import messages_dispatch_due, messages_dispatch_preview
 
 
 class Command(BaseCommand):
@@ -20,7 +20,7 @@ class Command(BaseCommand):
     def handle(self, *args, dry_run=False, limit=None, **options):
         if dry_run:
             shown = limit or 100
-            preview = dispatch_preview(limit=shown)
+            preview = messages_dispatch_preview(limit=shown)
             more = f" (showing at most {shown})" if len(preview.due) >= shown else ""
             self.stdout.write(f"{len(preview.due)} due message(s) would be claimed{more}")
             for m in preview.due:
@@ -34,7 +34,7 @@ class Command(BaseCommand):
                 f"{preview.queued_now} queued now."
             )
             return
-        result = dispatch_due(limit=limit)
+        result = messages_dispatch_due(limit=limit)
         self.stdout.write(
             f"claimed {len(result.claimed)}; back to pending (queued lease) {result.requeued}; "
             f"unknown (sending lease) {result.unknown}; not enqueued {result.enqueue_failed}"

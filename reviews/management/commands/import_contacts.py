@@ -16,7 +16,7 @@ from reviews.services.imports import read_csv
 
 class Command(BaseCommand):
     help = (
-        "Import contacts from a CSV file for one business. Every row goes through add_contact "
+        "Import contacts from a CSV file for one business. Every row goes through contact_add "
         "(dedup, cooldown and opt-outs apply); bad rows are reported with their row number and "
         "the import goes on. Exit status 0 when the file was read, even if rows failed."
     )

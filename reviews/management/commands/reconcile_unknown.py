@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 
-from reviews.services import reconcile_unknown
+from reviews.services import messages_reconcile_unknown
 
 
 class Command(BaseCommand):
@@ -34,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=200)
 
     def handle(self, *args, older_than_minutes=None, max_age_hours=None, limit=200, **options):
-        rows = reconcile_unknown(
+        rows = messages_reconcile_unknown(
             older_than=timedelta(minutes=older_than_minutes)
             if older_than_minutes is not None
             else None,
