@@ -1,0 +1,190 @@
+"""Contacts, and the CSV import."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+
+from .. import selectors, services
+from ..models import (
+    Contact,
+    ReviewRequest,
+)
+from ..services.imports import ImportFileError
+from .base import ReadOnlyAdmin, ReadOnlyInline
+
+User = get_user_model()
+
+
+# --- Contacts and the CSV import --------------------------------------------------------------
+
+
+class ReviewRequestInline(ReadOnlyInline, admin.TabularInline):
+    model = ReviewRequest
+    fields = ("status", "scheduled_for", "sent_at", "ended_at", "ended_reason", "created_at")
+    readonly_fields = fields
+
+
+class ChannelFilter(admin.SimpleListFilter):
+    title = "channel"
+    parameter_name = "channel"
+
+    def lookups(self, request, model_admin):
+        return (("sms", "Has a mobile number"), ("email", "Has an e-mail"), ("both", "Both"))
+
+    def queryset(self, request, queryset):
+        has_phone, has_email = ~Q(phone=""), ~Q(email_normalized="")
+        return {
+            "sms": queryset.filter(has_phone),
+            "email": queryset.filter(has_email),
+            "both": queryset.filter(has_phone & has_email),
+        }.get(self.value(), queryset)
+
+
+class OptedOutFilter(admin.SimpleListFilter):
+    title = "opted out"
+    parameter_name = "opted_out"
+
+    def lookups(self, request, model_admin):
+        return (("sms", "Of SMS"), ("email", "Of e-mail"), ("any", "Of either"), ("no", "No"))
+
+    def queryset(self, request, queryset):
+        sms, email = Q(sms_opted_out_at__isnull=False), Q(email_opted_out_at__isnull=False)
+        return {
+            "sms": queryset.filter(sms),
+            "email": queryset.filter(email),
+            "any": queryset.filter(sms | email),
+            "no": queryset.exclude(sms | email),
+        }.get(self.value(), queryset)
+
+
+class ImportForm(forms.Form):
+    owner = forms.EmailField(
+        label="Business (login e-mail)", help_text="The owner the contacts are added for."
+    )
+    file = forms.FileField(
+        label="CSV file",
+        help_text="First line: column names, e.g. First name, Last name, Email, Mobile, "
+        "Company, Delay (hours), Metadata (JSON). Comma, semicolon or tab separated; UTF-8 or "
+        "Excel's encoding.",
+    )
+    dry_run = forms.BooleanField(
+        label="Dry run: check the file and show the report; write and send nothing",
+        required=False,
+    )
+
+    def clean_owner(self):
+        email = self.cleaned_data["owner"]
+        owner = User.objects.with_email(email).first()
+        if owner is None:
+            raise ValidationError("No business with this e-mail.")
+        return owner
+
+
+@admin.register(Contact)
+class ContactAdmin(ReadOnlyAdmin):
+    list_display = (
+        "display_name",
+        "email",
+        "phone",
+        "owner",
+        "source",
+        "opted_out",
+        "created_at",
+    )
+    list_filter = (
+        ("owner", admin.RelatedOnlyFieldListFilter),
+        ChannelFilter,
+        OptedOutFilter,
+        "source",
+        "created_at",
+    )
+    list_select_related = ("owner",)
+    search_fields = ("first_name", "last_name", "company_name", "email_normalized", "phone")
+    search_help_text = "Name, company, e-mail or phone number (written any way)."
+    readonly_fields = ("metadata_pretty",)
+    exclude = ("metadata",)
+    inlines = [ReviewRequestInline]
+
+    @admin.display(description="opted out")
+    def opted_out(self, obj) -> str:
+        return ", ".join(
+            label
+            for label, at in (("SMS", obj.sms_opted_out_at), ("e-mail", obj.email_opted_out_at))
+            if at
+        )
+
+    @admin.display(description="metadata")
+    def metadata_pretty(self, obj):
+        return format_html("<pre>{}</pre>", json.dumps(obj.metadata, indent=2, ensure_ascii=False))
+
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        # "(415) 555-2671" is stored as +14155552671: match the digits, not the words.
+        if digits := selectors.phone_search_digits(search_term.strip()):
+            results |= queryset.filter(phone__contains=digits)
+        return results, may_have_duplicates
+
+    def get_urls(self):
+        return [
+            path(
+                "import/",
+                self.admin_site.admin_view(self.import_view),
+                name="reviews_contact_import",
+            ),
+            *super().get_urls(),
+        ]
+
+    def has_import_permission(self, request) -> bool:
+        return request.user.has_perm("reviews.add_contact")
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "can_import": self.has_import_permission(request)}
+        return super().changelist_view(request, extra_context)
+
+    def import_view(self, request: HttpRequest) -> HttpResponse:
+        """Upload a CSV file for one business; every row goes through ``contact_add``. The
+        page answers with the report: counts, ignored columns and each row not imported."""
+        if not self.has_import_permission(request):
+            raise PermissionDenied
+        report = None
+        file_error = ""
+        if request.method == "POST":
+            form = ImportForm(request.POST, request.FILES)
+            if form.is_valid():
+                try:
+                    report = services.contacts_import(
+                        owner=form.cleaned_data["owner"],
+                        raw=form.cleaned_data["file"].read(),
+                        dry_run=form.cleaned_data["dry_run"],
+                    )
+                except ImportFileError as exc:
+                    file_error = str(exc)
+        else:
+            form = ImportForm()
+        return TemplateResponse(
+            request,
+            "admin/reviews/contact_import.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Import contacts from a CSV file",
+                "opts": self.opts,
+                "form": form,
+                "report": report,
+                "file_error": file_error,
+                "shown": REPORT_ROWS_SHOWN,
+                "media": self.media + form.media,
+            },
+        )
+
+
+REPORT_ROWS_SHOWN = 1000

@@ -1,0 +1,261 @@
+"""Review requests, their messages, the staff dashboard, and what contacts did (clicks,
+feedback, opt-outs)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.safestring import mark_safe
+
+from .. import dashboard, selectors, services
+from ..models import (
+    Channel,
+    Click,
+    Feedback,
+    Message,
+    OptOutEvent,
+    ReviewRequest,
+)
+from .base import BACKOFFICE_CSS, ReadOnlyAdmin, ReadOnlyInline, business_owners, report_refusals
+
+# --- Review requests, their messages and the dashboard ---------------------------------------
+
+
+class MessageInline(ReadOnlyInline, admin.TabularInline):
+    model = Message
+    fields = (
+        "step",
+        "channel",
+        "status",
+        "due_at",
+        "planned_offset",
+        "to_address",
+        "attempts",
+        "provider",
+        "provider_message_id",
+        "last_error_code",
+        "last_error",
+        "sent_at",
+    )
+    readonly_fields = fields
+
+
+@admin.register(ReviewRequest)
+class ReviewRequestAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "contact",
+        "owner",
+        "status",
+        "scheduled_for",
+        "sent_at",
+        "ended_reason",
+    )
+    list_filter = ("status", ("owner", admin.RelatedOnlyFieldListFilter), "ended_reason")
+    list_select_related = ("contact", "owner")
+    search_fields = ("id", "contact__email_normalized", "contact__phone", "owner__email")
+    date_hierarchy = "scheduled_for"
+    readonly_fields = ("timeline",)
+    inlines = [MessageInline]
+    actions = ("cancel_requests", "send_now", "resend_failed")
+
+    class Media:
+        css = {"all": (BACKOFFICE_CSS,)}
+
+    @admin.display(description="timeline")
+    def timeline(self, obj):
+        return mark_safe(  # a rendered template: every value in it is escaped
+            render_to_string(
+                "admin/reviews/timeline.html",
+                {"events": selectors.review_request_timeline(review_request=obj)},
+            )
+        )
+
+    @admin.action(
+        description="Cancel: end the request, cancel its unsent messages",
+        permissions=["staff_action"],
+    )
+    def cancel_requests(self, request, queryset) -> None:
+        done, refused = 0, []
+        for item in queryset.select_related("contact"):
+            if not item.is_active:
+                refused.append(f"{item.contact}: already ended ({item.status}); nothing changed.")
+                continue
+            ended = services.review_request_cancel(
+                review_request=item, detail=f"cancelled by staff ({request.user.email})"
+            )
+            done += ended.status == ReviewRequest.Status.CANCELLED
+        report_refusals(self, request, done, "Cancelled", refused)
+
+    @admin.action(
+        description="Send now: make the next waiting message due now (quiet hours and "
+        "opt-outs still apply)",
+        permissions=["staff_action"],
+    )
+    def send_now(self, request, queryset) -> None:
+        done, refused = 0, []
+        for item in queryset.select_related("contact"):
+            try:
+                services.review_request_send_now(review_request=item)
+                done += 1
+            except services.SendNowRefused as exc:
+                refused.append(f"{item.contact}: {exc}")
+        report_refusals(self, request, done, "Due now (a worker sends them shortly)", refused)
+
+    @admin.action(
+        description="Resend failed or unknown messages (an unknown SMS needs the Messages "
+        "page's forced resend)",
+        permissions=["staff_action"],
+    )
+    def resend_failed(self, request, queryset) -> None:
+        done, refused = 0, []
+        to_resend = Message.objects.filter(
+            review_request__in=queryset,
+            status__in=(Message.Status.FAILED, Message.Status.UNKNOWN),
+        ).select_related("review_request__contact")
+        found = False
+        for message in to_resend:
+            found = True
+            try:
+                services.message_resend(message_id=str(message.pk))
+                done += 1
+            except services.ResendRefused as exc:
+                refused.append(f"{message.review_request.contact} (step {message.step}): {exc}")
+        if not found:
+            refused.append("No failed or unknown message in the selected requests.")
+        report_refusals(self, request, done, "Resent (pending again, due now)", refused)
+
+    def get_urls(self):
+        return [
+            path(
+                "dashboard/",
+                self.admin_site.admin_view(self.dashboard_view),
+                name="reviews_dashboard",
+            ),
+            *super().get_urls(),
+        ]
+
+    def dashboard_view(self, request: HttpRequest) -> HttpResponse:
+        """Requests per day for 30 days (chart and table), click-through rate, failure
+        reasons and opt-outs, for every business or one (``?owner=<id>``)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        businesses = list(business_owners().only("pk", "email", "business_name"))
+        chosen = request.GET.get("owner", "")
+        owner = next((b for b in businesses if str(b.pk) == chosen), None)
+        data = dashboard.staff_dashboard(owner_id=owner.pk if owner else None)
+        return TemplateResponse(
+            request,
+            "admin/reviews/dashboard.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Review requests: the last 30 days",
+                "opts": self.opts,
+                "businesses": businesses,
+                "owner": owner,
+                "data": data,
+                "chart": data.chart(),
+                "media": self.media,
+            },
+        )
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    """Every outbound message row. Resend goes through ``message_resend``: the row goes back
+    to pending and the dispatcher and a send task claim it like any other."""
+
+    list_display = (
+        "review_request",
+        "step",
+        "channel",
+        "status",
+        "to_address",
+        "provider",
+        "provider_message_id",
+        "last_error_code",
+        "due_at",
+        "sent_at",
+    )
+    list_filter = ("status", "channel", "provider", "last_error_code")
+    list_select_related = ("review_request",)
+    search_fields = ("id", "provider_message_id", "to_address", "review_request__id")
+    date_hierarchy = "created_at"
+    actions = ("resend", "resend_forced")
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def _resend(self, request, queryset, *, force: bool) -> None:
+        done, refused = 0, []
+        for message in queryset:
+            try:
+                services.message_resend(message_id=str(message.pk), force=force)
+                done += 1
+            except services.ResendRefused as exc:
+                refused.append(f"{message}: {exc}")
+        report_refusals(self, request, done, "Resent (pending again, due now)", refused)
+
+    @admin.action(description="Resend failed or unknown messages", permissions=["staff_action"])
+    def resend(self, request, queryset) -> None:
+        self._resend(request, queryset, force=False)
+
+    @admin.action(
+        description="Resend, even an unknown SMS (the person may get it twice)",
+        permissions=["staff_action"],
+    )
+    def resend_forced(self, request, queryset):
+        if request.POST.get("confirm") == "yes":
+            self._resend(request, queryset, force=True)
+            return None
+        return TemplateResponse(
+            request,
+            "admin/reviews/resend_confirm.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Resend these messages?",
+                "opts": self.opts,
+                "messages_to_resend": queryset.select_related("review_request__contact"),
+                "unknown_sms": queryset.filter(
+                    status=Message.Status.UNKNOWN, channel=Channel.SMS
+                ).count(),
+                "action": "resend_forced",
+                "selected": request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME),
+            },
+        )
+
+
+# --- Engagement and consent ---------------------------------------------------------------------
+
+
+@admin.register(Click)
+class ClickAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "review_request", "url", "counted", "ignored_reason")
+    list_filter = ("counted", "ignored_reason")
+    search_fields = ("review_request__id", "url", "user_agent")
+    date_hierarchy = "created_at"
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "review_request", "text")
+    search_fields = ("text", "review_request__owner__email")
+    date_hierarchy = "created_at"
+
+
+@admin.register(OptOutEvent)
+class OptOutEventAdmin(ReadOnlyAdmin):
+    """The consent audit: read-only, kept OPT_OUT_AUDIT_RETENTION_DAYS."""
+
+    list_display = ("created_at", "owner", "channel", "action", "source", "address")
+    list_select_related = ("owner",)
+    list_filter = ("channel", "action", "source")
+    search_fields = ("address", "owner__email", "raw_text")
+    date_hierarchy = "created_at"
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,59 @@
+"""Review data, one module per aggregate:
+
+* ``contacts``: ``Contact`` (dedup keys, channels, opt-outs) and the ``OptOutEvent`` audit;
+* ``business``: what a business configures: ``ReviewSite``, ``BusinessSettings`` (the policy:
+  channels, follow-ups, cooldown, sending window), ``MessageTemplate``;
+* ``requests``: ``ReviewRequest`` and its ``Message`` rows (the state machines the delivery
+  engine drives), ``Click`` and ``Feedback``.
+
+Row rules and state transitions live on the models; workflows that touch several rows live in
+``reviews/services/``. The data model is described in ``docs/architecture.md``.
+"""
+
+from .business import (
+    MAX_EMAIL_TEMPLATE_CHARS,
+    MAX_FOLLOW_UPS,
+    MAX_SMS_TEMPLATE_CHARS,
+    SAMPLE_MERGE_VALUES,
+    STOP_LINE,
+    BusinessSettings,
+    MessageTemplate,
+    PlannedStep,
+    ReviewSite,
+    SendTime,
+    default_follow_up_offsets,
+)
+from .contacts import Channel, Contact, OptOutEvent
+from .requests import (
+    Click,
+    Feedback,
+    InvalidTransition,
+    Message,
+    ReviewRequest,
+    messages_for,
+    new_public_token,
+)
+
+__all__ = [
+    "MAX_EMAIL_TEMPLATE_CHARS",
+    "MAX_FOLLOW_UPS",
+    "MAX_SMS_TEMPLATE_CHARS",
+    "SAMPLE_MERGE_VALUES",
+    "STOP_LINE",
+    "BusinessSettings",
+    "Channel",
+    "Click",
+    "Contact",
+    "Feedback",
+    "InvalidTransition",
+    "Message",
+    "MessageTemplate",
+    "OptOutEvent",
+    "PlannedStep",
+    "ReviewRequest",
+    "ReviewSite",
+    "SendTime",
+    "default_follow_up_offsets",
+    "messages_for",
+    "new_public_token",
+]
