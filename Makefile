@@ -16,7 +16,7 @@ help:
 	@echo "make run    - install, migrate and run web + worker + beat on http://127.0.0.1:$(PORT)/"
 	@echo "make test   - install test tools, lint, check migrations and deploy settings, run pytest"
 	@echo "make bench  - measure the write path and the dispatcher (PostgreSQL + Redis, wrk);"
-	@echo "              BENCH_ARGS=\"--quick\" for a smoke run of a few minutes"
+	@echo "              BENCH_ARGS=\"--quick\" for a smoke run, \"--against main\" to compare with a ref"
 	@echo "make bench-test - the bench harness's own tests (not part of make test)"
 	@echo "make lock   - re-pin requirements/*.txt from pyproject.toml"
 	@echo "make schema - regenerate docs/openapi.yaml from the code (a test compares them)"

@@ -1,9 +1,11 @@
-"""What every part of the bench shares: the tree it measures, its database and processes.
+"""What every part of the bench shares: the trees it measures, their databases and processes.
 
-A *tree* is one checkout of the project: the working tree ``make bench`` runs from ("new").
-It gets its own PostgreSQL database, temporary directory and port, and its processes
-(gunicorn, celery) start from its directory. The harness reaches it only through its HTTP API,
-its management commands and, for seeding and reading results, the ORM on its database.
+A *tree* is one checkout of the project: the working tree ``make bench`` runs from ("new"),
+and with ``--against REF`` a temporary ``git worktree`` of REF ("old"). Each tree gets its own
+PostgreSQL database, temporary directory and port, and its processes (gunicorn, celery) start
+from its own directory with the same Python. The harness itself runs the new tree's code: it
+reaches a tree only through that tree's HTTP API, its management commands and, for seeding
+and reading results, the ORM on the tree's database (an alias of the harness's settings).
 """
 
 from __future__ import annotations

@@ -478,6 +478,39 @@ def run_dispatcher_bench(tree: Tree, var_dir: Path, args, targets: list) -> dict
     return report
 
 
+def drain_rounds(trees: list[Tree], var_dir: Path, args) -> dict:
+    """``--against``: ``args.repeat`` rounds of one drain of ``args.messages`` per tree, in
+    turn (new, old, new, old ...), each by fresh workers of the headline configuration started
+    from that tree, into one fake provider. Returns each tree's drains in round order (only
+    the drain: the paced and sized phases run without ``--against``)."""
+    processes, slots, main = _main_config(args)
+    owners = {tree.name: _bench_owner(tree) for tree in trees}
+    drains: dict[str, list[dict]] = {tree.name: [] for tree in trees}
+    with _fake_provider() as fake:
+        for n in range(args.repeat):
+            for tree in trees:
+                with contextlib.ExitStack() as stack:
+                    tag = f"{tree.name}-{n}"
+                    workers = _workers(
+                        stack, tree, fake, var_dir, processes=processes, slots=slots, tag=tag
+                    )
+                    drain = _drain(
+                        owners[tree.name],
+                        args.messages,
+                        workers,
+                        fake,
+                        main["bound_messages_per_s"],
+                        using=tree.alias,
+                    )
+                    drain["peak_rss_mb"] = [peak_rss_mb(worker.pid) for worker in workers]
+                drains[tree.name].append(drain)
+    return {
+        "provider": {"latency_s": PROVIDER_LATENCY, "error_rate": PROVIDER_ERROR_RATE},
+        "main": main,
+        "drains": drains,
+    }
+
+
 def print_dispatcher_table(report: dict) -> None:
     provider = report["provider"]
     print(

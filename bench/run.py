@@ -12,9 +12,15 @@ One run, one machine, loopback only, against PostgreSQL and Redis:
   a fake provider on loopback, a paced phase for lateness, and a drain with few enough send
   slots that the CPU is not the limit.
 
+``--against REF`` measures a second tree, a temporary ``git worktree`` of REF ("old"), in the
+same run: L4 fresh and with duplicates, and the dispatcher's drain, interleaved round by round
+with the working tree ("new"), and prints each figure for both with the ratio new/old
+(``bench/compare.py``). L1, L2, the paced level and the token-cache-off level are measured on
+the new tree only; the dispatcher's paced and sized phases run only without ``--against``.
+
 How to read the figures and what limits each one: ``docs/benchmarks.md``.
 
-Everything runs in a fresh database that is dropped afterwards. Prints tables and writes
+Every tree runs in a fresh database that is dropped afterwards. Prints tables and writes
 ``bench/results/<date>.json`` (or ``--out``). Targets are reported as met or missed, never
 asserted; the run fails (exit status 1) only when the load generator's own check fails: a
 write run answered with replays of earlier requests (``Idempotent-Replayed``).
@@ -47,9 +53,10 @@ from bench.common import (
     wait_http,
     web,
 )
-from bench.dispatcher import run_dispatcher_bench
+from bench.compare import drain_figures, print_comparison, write_figures
+from bench.dispatcher import drain_rounds, run_dispatcher_bench
 from bench.load import at_fixed_rate, measure, measure_in_rounds, median_ratio
-from bench.trees import DUP_POOL, SEND, describe, seed, seed_duplicates, setup_harness
+from bench.trees import DUP_POOL, SEND, describe, seed, seed_duplicates, setup_harness, worktree
 
 RESULTS_DIR = ROOT / "bench" / "results"
 
@@ -88,6 +95,8 @@ def print_write_table(report: dict) -> None:
     for key, value in report["write_path"]["ratios"].items():
         print(f"  {key} = {value:.2f}")
     print(f"  peak RSS per gunicorn worker (MB): {report['write_path']['peak_rss_mb']}")
+    if "old_peak_rss_mb" in report["write_path"]:
+        print(f"  the old tree's (MB): {report['write_path']['old_peak_rss_mb']}")
 
 
 def print_targets(report: dict) -> None:
@@ -100,7 +109,7 @@ def print_targets(report: dict) -> None:
 # --- Main ----------------------------------------------------------------------------------------
 
 
-def write_path(new: Tree, args) -> dict:
+def write_path(new: Tree, args, old: Tree | None = None) -> dict:
     dup_env = {"BENCH_DUP_RATIO": "0.3", "BENCH_DUP_POOL": str(DUP_POOL)}
 
     def l4(tree: Tree, name: str, **env: str) -> tuple[str, str, str, dict]:
@@ -116,9 +125,13 @@ def write_path(new: Tree, args) -> dict:
             {"BENCH_HEADERS": f"X-Bench-Owner: {new.owner_id}"},
         ),
     ]
+    pairs: dict[str, tuple[int, int]] = {}  # with an old tree: its level beside the new one's
     for kind, env in (("fresh", {}), ("30% dups", dup_env)):
         levels.append(l4(new, f"L4 send-review-request, {kind}", **env))
-    l4_fresh, l4_dups = 2, 3
+        if old is not None:
+            pairs[f"L4 {kind}"] = (len(levels) - 1, len(levels))
+            levels.append(l4(old, f"L4 send-review-request, {kind} [old]", **env))
+    l4_fresh, l4_dups = 2, (4 if old is not None else 3)
     results, rounds = measure_in_rounds(levels, args)
     l4 = results[l4_fresh]
     paced = at_fixed_rate(
@@ -139,6 +152,7 @@ def write_path(new: Tree, args) -> dict:
         },
         "l4_fresh_requests_per_s": l4.requests_per_s,
         "paced": {"target_rate": round(0.8 * l4.requests_per_s, 1), "p99_ms": paced.p99_ms},
+        "comparison": write_figures(rounds, pairs),
     }
 
 
@@ -186,6 +200,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=None,
         help="dispatcher: worker processes sharing those slots (default 2)",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="GIT_REF",
+        help="also measure this ref (a temporary git worktree) and compare it with this tree",
     )
     parser.add_argument(
         "--quick",
@@ -248,15 +267,32 @@ def main(argv: list[str] | None = None) -> int:
             return Tree(name=name, root=root, alias=alias, env=env)
 
         new = tree("new", ROOT, "bench.settings", "default")
-        run_manage(new, "migrate", "--noinput")
-        setup_harness(new)
-        seed(new)
+        old = None
+        if args.against:
+            # The old tree may be older than the baselines' URLconf: its processes run on its
+            # own service settings, which is all that L4 and the dispatcher need.
+            root = stack.enter_context(worktree(args.against, tmp / "old-tree"))
+            old = tree("old", root, "config.settings", "old")
+            report["trees"]["old"] = describe(root, args.against)
+        trees = [new] if old is None else [new, old]
+        for each in trees:
+            run_manage(each, "migrate", "--noinput")
+        setup_harness(new, old)
+        for each in trees:
+            seed(each)
+        comparison = []
         if args.only in (None, "write"):
-            with web(new, tmp / new.name) as gunicorn:
-                wait_http(f"{new.base}/healthz")
-                seed_duplicates(new)
-                write = report["write_path"] = write_path(new, args)
-                write["peak_rss_mb"] = [peak_rss_mb(p) for p in children(gunicorn.pid)]
+            with contextlib.ExitStack() as servers:
+                gunicorns = {t.name: servers.enter_context(web(t, tmp / t.name)) for t in trees}
+                for each in trees:
+                    wait_http(f"{each.base}/healthz")
+                    seed_duplicates(each)
+                write = report["write_path"] = write_path(new, args, old)
+                write["peak_rss_mb"] = [peak_rss_mb(p) for p in children(gunicorns["new"].pid)]
+                if old is not None:
+                    pids = children(gunicorns["old"].pid)
+                    write["old_peak_rss_mb"] = [peak_rss_mb(p) for p in pids]
+            comparison += write.pop("comparison")
             if not args.skip_cache_off:
                 uncached = token_cache_off(new, tmp / "new", args)
                 write["levels"].append(uncached)
@@ -273,9 +309,18 @@ def main(argv: list[str] | None = None) -> int:
             )
             print_write_table(report)
         if args.only in (None, "dispatcher"):
-            report["dispatcher"] = run_dispatcher_bench(new, tmp, args, report["targets"])
+            if old is None:
+                report["dispatcher"] = run_dispatcher_bench(new, tmp, args, report["targets"])
+            else:
+                rounds = report["dispatcher_rounds"] = drain_rounds(trees, tmp, args)
+                comparison += drain_figures(rounds["drains"])
+        if old is not None:
+            report["comparison"] = {"trees": report["trees"], "figures": comparison}
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    print_targets(report)
+    if report["targets"]:
+        print_targets(report)
+    if "comparison" in report:
+        print_comparison(report["comparison"])
     replayed = sum(level["replayed"] for level in report.get("write_path", {}).get("levels", []))
     report["replayed_responses"] = replayed
     out = args.out or RESULTS_DIR / f"{started:%Y-%m-%d}.json"

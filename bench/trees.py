@@ -1,6 +1,6 @@
-"""Getting a tree ready: the harness's Django and the seed.
+"""Getting the trees ready: the old tree's ``git worktree``, the harness's Django, the seed.
 
-Seeding goes through each tree's public surface, so that any tree is seeded by its own
+Seeding goes through each tree's public surface, so that the old tree is seeded by its own
 code: ``manage.py create_business`` for the owner, django-oauth-toolkit's models for the
 client and the access token (what the consent flow would leave behind), and the tree's own
 ``POST /api/zapier/send-review-request`` for the contacts that the duplicate runs hit again.
@@ -8,6 +8,7 @@ client and the access token (what the consent flow would leave behind), and the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -39,11 +40,26 @@ def describe(root: Path, ref: str) -> dict:
     }
 
 
-def setup_harness(new: Tree) -> None:
-    """Django in this process, on the new tree's settings and database."""
+@contextlib.contextmanager
+def worktree(ref: str, path: Path):
+    """A detached ``git worktree`` of ``ref`` at ``path`` (which must not exist yet), removed
+    on exit."""
+    commit = git("rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
+    git("worktree", "add", "--detach", str(path), commit)
+    try:
+        yield path
+    finally:
+        git("worktree", "remove", "--force", str(path))
+
+
+def setup_harness(new: Tree, old: Tree | None) -> None:
+    """Django in this process, on the new tree's settings: its database as ``default`` and,
+    with an old tree, the old tree's database as the alias ``old`` (``bench/settings.py``)."""
     for key in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "VAR_DIR", "DEBUG"):
         os.environ[key] = new.env[key]
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    if old is not None:
+        os.environ["BENCH_OLD_DATABASE_NAME"] = old.env["DATABASE_URL"].rsplit("/", 1)[1]
     import django
 
     django.setup()
