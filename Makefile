@@ -8,14 +8,16 @@ PORT   ?= 8000
 export PORT
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint fmt check deploy-check lock clean schema fuzz bench zapier-deps screenshots
+.PHONY: help run test lint fmt check deploy-check lock clean schema fuzz bench bench-test zapier-deps screenshots
 
 ZAPIER_DIR := integrations/zapier
 
 help:
 	@echo "make run    - install, migrate and run web + worker + beat on http://127.0.0.1:$(PORT)/"
 	@echo "make test   - install test tools, lint, check migrations and deploy settings, run pytest"
-	@echo "make bench  - measure the write path and the dispatcher (PostgreSQL + Redis, wrk)"
+	@echo "make bench  - measure the write path and the dispatcher (PostgreSQL + Redis, wrk);"
+	@echo "              BENCH_ARGS=\"--quick\" for a smoke run, \"--against main\" to compare with a ref"
+	@echo "make bench-test - the bench harness's own tests (not part of make test)"
 	@echo "make lock   - re-pin requirements/*.txt from pyproject.toml"
 	@echo "make schema - regenerate docs/openapi.yaml from the code (a test compares them)"
 	@echo "make fuzz   - fuzz the live API (gunicorn) against its OpenAPI schema with schemathesis"
@@ -87,6 +89,11 @@ $(ZAPIER_DIR)/node_modules/.package-lock.json: $(ZAPIER_DIR)/package-lock.json
 bench: $(VENV)/.installed-dev
 	@command -v wrk >/dev/null 2>&1 || { echo "bench needs wrk: apt-get install -y wrk"; exit 1; }
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# The harness's own tests (rounds, pacing, reports, comparison, the wrk script); `make test`
+# collects tests/ only (pyproject's testpaths), so these run here.
+bench-test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest bench/tests $(PYTEST_ARGS)
 
 # The committed OpenAPI schema, generated with the default limits and platform slug.
 schema: $(VENV)/.installed-dev

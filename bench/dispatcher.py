@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
 
-from bench.run import PYTHON, peak_rss_mb, process
+from bench.common import OWNER_EMAIL, PYTHON, Tree, peak_rss_mb, process
 
 WORKER_CONCURRENCY = 24  # provider slots in all (the bound's numerator)
 # One process per core: each process's threads share one GIL, and a send costs milliseconds of
@@ -54,18 +55,19 @@ POLL_SECONDS = 1.0
 _PHONES = itertools.count(1)  # unique numbers across both phases (one owner)
 
 
-def _preload(owner, count: int, *, first_due, spacing: float) -> list[str]:
-    """``count`` contacts with one pending SMS each, due from ``first_due`` every ``spacing`` s."""
+def _preload(owner, count: int, *, first_due, spacing: float, using: str = "default") -> list[str]:
+    """``count`` contacts with one pending SMS each, due from ``first_due`` every ``spacing`` s,
+    in the database ``using`` (the harness's alias of a tree's database)."""
     from reviews.models import Channel, Contact, Message, ReviewRequest
 
-    contacts = Contact.objects.bulk_create(
+    contacts = Contact.objects.using(using).bulk_create(
         [
             Contact(owner=owner, first_name="Bench", phone=f"+1555{next(_PHONES):07d}")
             for _ in range(count)
         ],
         batch_size=2000,
     )
-    requests = ReviewRequest.objects.bulk_create(
+    requests = ReviewRequest.objects.using(using).bulk_create(
         [
             ReviewRequest(
                 owner=owner,
@@ -76,7 +78,7 @@ def _preload(owner, count: int, *, first_due, spacing: float) -> list[str]:
         ],
         batch_size=2000,
     )
-    messages = Message.objects.bulk_create(
+    messages = Message.objects.using(using).bulk_create(
         [
             Message(
                 review_request=request,
@@ -97,7 +99,7 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
 
 
-def _settle(ids: list[str], timeout: float) -> dict:
+def _settle(ids: list[str], timeout: float, using: str = "default") -> dict:
     """Wait until every message left the in-flight states, or none has for ``STALL_SECONDS``
     (or ``timeout`` passed); return their final rows.
 
@@ -109,12 +111,14 @@ def _settle(ids: list[str], timeout: float) -> dict:
     (docs/benchmarks.md, seventh pass)."""
     from reviews.models import Message
 
+    messages = Message.objects.using(using)
+
     def in_flight() -> int:
-        pending = Message.objects.filter(status=Message.Status.PENDING).count()
-        return pending + Message.objects.filter(status__in=LEASED_STATUSES).count()
+        pending = messages.filter(status=Message.Status.PENDING).count()
+        return pending + messages.filter(status__in=LEASED_STATUSES).count()
 
     def phase_in_flight() -> int:
-        return Message.objects.filter(pk__in=ids, status__in=IN_FLIGHT_STATUSES).count()
+        return messages.filter(pk__in=ids, status__in=IN_FLIGHT_STATUSES).count()
 
     # Rows in flight that are not this phase's (an earlier phase's stuck rows), counted once.
     # In this order, a row that settles between the two counts makes ``others`` larger, never
@@ -132,7 +136,7 @@ def _settle(ids: list[str], timeout: float) -> dict:
         time.sleep(POLL_SECONDS)
     return {
         str(row["pk"]): row
-        for row in Message.objects.filter(pk__in=ids).values(
+        for row in messages.filter(pk__in=ids).values(
             "pk",
             "status",
             "due_at",
@@ -244,35 +248,62 @@ def cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _workers(stack, env: dict, var_dir: Path, *, processes: int, slots: int, tag: str):
-    """``processes`` worker processes, each with ``slots`` provider slots and
-    ``SPARE_THREADS`` more threads, and beat."""
+def _worker_env(tree: Tree, fake) -> dict:
+    return {
+        **tree.env,
+        "TWILIO_ACCOUNT_SID": "ACbench",
+        "TWILIO_AUTH_TOKEN": "bench-token",
+        "TWILIO_FROM_NUMBER": "+15005550006",
+        "TWILIO_API_BASE_URL": fake.twilio_base_url,
+        # Transient rejections (the fake's error rate) come back within the run.
+        "DELIVERY_RETRY_BASE_SECONDS": "1",
+        "DELIVERY_RETRY_MAX_SECONDS": "4",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def _workers(stack, tree: Tree, fake, var_dir: Path, *, processes: int, slots: int, tag: str):
+    """``processes`` worker processes of ``tree``, each with ``slots`` provider slots and
+    ``SPARE_THREADS`` more threads, and beat, sending to ``fake``.
+
+    The broker's queues are emptied first: what is left there (the write path's dispatch
+    kicks, or with ``--against`` the other tree's tasks, as both trees share one Redis
+    database) is not this drain's work."""
     threads = slots + SPARE_THREADS
-    env = {**env, "DELIVERY_PROVIDER_CONCURRENCY": str(slots)}
+    env = {**_worker_env(tree, fake), "DELIVERY_PROVIDER_CONCURRENCY": str(slots)}
+    celery = [PYTHON, "-m", "celery", "--app", "config"]
+    purge = subprocess.run(
+        [*celery, "purge", "--force", "--queues", "celery,dispatch"],
+        cwd=tree.root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if purge.returncode != 0:
+        raise SystemExit(f"{tree.name} tree: celery purge failed:\n{purge.stderr[-3000:]}")
 
     def worker_cmd(n: int) -> list[str]:
         return [
-            PYTHON, "-m", "celery", "--app", "config", "worker", "--loglevel", "WARNING",
+            *celery, "worker", "--loglevel", "WARNING",
             "--queues", "celery,dispatch", "--pool", "threads", "--concurrency", str(threads),
             "--hostname", f"bench-{tag}-{n}@%h",
         ]  # fmt: skip
 
-    beat_cmd = [PYTHON, "-m", "celery", "--app", "config", "beat", "--loglevel", "WARNING"]
-    workers = [
-        stack.enter_context(process(worker_cmd(n), env, var_dir / f"worker-{tag}-{n}.log"))
-        for n in range(processes)
-    ]
-    stack.enter_context(process(beat_cmd, env, var_dir / f"beat-{tag}.log"))
+    def start(cmd: list[str], log: str):
+        return stack.enter_context(process(cmd, env, var_dir / log, cwd=tree.root))
+
+    workers = [start(worker_cmd(n), f"worker-{tag}-{n}.log") for n in range(processes)]
+    start([*celery, "beat", "--loglevel", "WARNING"], f"beat-{tag}.log")
     time.sleep(3)  # workers and beat up before anything is due
     return workers
 
 
-def _drain(owner, count: int, workers, fake, bound: float) -> dict:
+def _drain(owner, count: int, workers, fake, bound: float, using: str = "default") -> dict:
     from django.utils import timezone
 
     cpu_before = machine_cpu(workers)
-    ids = _preload(owner, count, first_due=timezone.now(), spacing=0)
-    rows = _settle(ids, timeout=count / 5 + 120)
+    ids = _preload(owner, count, first_due=timezone.now(), spacing=0, using=using)
+    rows = _settle(ids, timeout=count / 5 + 120, using=using)
     report = _phase_report("drain", ids, rows, fake, bound)
     cpu = {key: value - cpu_before[key] for key, value in machine_cpu(workers).items()}
     # Worker CPU per message: with the cores available, this caps msg/s whatever the
@@ -322,8 +353,35 @@ def _config(processes: int, slots: int) -> dict:
     }
 
 
-def run_dispatcher_bench(env: dict, var_dir: Path, args, targets: list) -> dict:
-    """Run the phases; append the dispatcher targets to ``targets``; return the report.
+def _main_config(args) -> tuple[int, int, dict]:
+    """The headline configuration: ``--worker-concurrency`` slots in ``--worker-processes``."""
+    processes = max(1, getattr(args, "worker_processes", None) or WORKER_PROCESSES)
+    concurrency = getattr(args, "worker_concurrency", None) or WORKER_CONCURRENCY
+    slots = max(1, concurrency // processes)
+    return processes, slots, _config(processes, slots)
+
+
+def _bench_owner(tree: Tree):
+    """The bench owner in ``tree``'s database, with no quiet hours (see the module docstring)."""
+    from accounts.models import User
+    from reviews.models import BusinessSettings
+
+    owner = User.objects.using(tree.alias).get(email=OWNER_EMAIL)
+    policy, _ = BusinessSettings.objects.using(tree.alias).get_or_create(owner=owner)
+    policy.send_window_applies_to = BusinessSettings.WindowAppliesTo.NONE
+    policy.save()
+    return owner
+
+
+def _fake_provider():
+    from tests.support.fake_providers import FakeProviders
+
+    return FakeProviders(latency=PROVIDER_LATENCY, error_rate=PROVIDER_ERROR_RATE, seed=7)
+
+
+def run_dispatcher_bench(tree: Tree, var_dir: Path, args, targets: list) -> dict:
+    """Run the phases on ``tree``; append the dispatcher targets to ``targets``; return the
+    report.
 
     Two configurations, one after the other, on the same provider: the headline one
     (``--worker-concurrency`` slots in ``--worker-processes`` processes: drain of N, then paced)
@@ -333,37 +391,16 @@ def run_dispatcher_bench(env: dict, var_dir: Path, args, targets: list) -> dict:
     """
     from django.utils import timezone
 
-    from accounts.models import User
-    from reviews.models import BusinessSettings
-    from tests.support.fake_providers import FakeProviders
-
-    processes = max(1, getattr(args, "worker_processes", None) or WORKER_PROCESSES)
-    concurrency = getattr(args, "worker_concurrency", None) or WORKER_CONCURRENCY
-    slots = max(1, concurrency // processes)
-    main = _config(processes, slots)
+    processes, slots, main = _main_config(args)
     sized = _config(SIZED_PROCESSES, SIZED_SLOTS)
-    owner = User.objects.get(email="owner@bench.example")
-    policy, _ = BusinessSettings.objects.get_or_create(owner=owner)
-    policy.send_window_applies_to = BusinessSettings.WindowAppliesTo.NONE
-    policy.save()
-    with FakeProviders(latency=PROVIDER_LATENCY, error_rate=PROVIDER_ERROR_RATE, seed=7) as fake:
-        worker_env = {
-            **env,
-            "TWILIO_ACCOUNT_SID": "ACbench",
-            "TWILIO_AUTH_TOKEN": "bench-token",
-            "TWILIO_FROM_NUMBER": "+15005550006",
-            "TWILIO_API_BASE_URL": fake.twilio_base_url,
-            # Transient rejections (the fake's error rate) come back within the run.
-            "DELIVERY_RETRY_BASE_SECONDS": "1",
-            "DELIVERY_RETRY_MAX_SECONDS": "4",
-            "LOG_LEVEL": "WARNING",
-        }
+    owner = _bench_owner(tree)
+    with _fake_provider() as fake:
         with contextlib.ExitStack() as stack:
             workers = _workers(
-                stack, worker_env, var_dir, processes=processes, slots=slots, tag="main"
+                stack, tree, fake, var_dir, processes=processes, slots=slots, tag="main"
             )
             bound = main["bound_messages_per_s"]
-            drain = _drain(owner, args.messages, workers, fake, bound)
+            drain = _drain(owner, args.messages, workers, fake, bound, using=tree.alias)
 
             # Steady load the dispatcher can carry: lateness then measures dispatching, not a
             # queue that grows for the whole phase.
@@ -373,22 +410,25 @@ def run_dispatcher_bench(env: dict, var_dir: Path, args, targets: list) -> dict:
                 int(rate * PACED_SECONDS),
                 first_due=timezone.now() + timedelta(seconds=2),
                 spacing=1 / rate,
+                using=tree.alias,
             )
-            paced_rows = _settle(paced_ids, timeout=PACED_SECONDS * 5 + 120)
+            paced_rows = _settle(paced_ids, timeout=PACED_SECONDS * 5 + 120, using=tree.alias)
             paced = _phase_report("paced", paced_ids, paced_rows, fake, bound)
             paced["offered_rate"] = round(rate, 1)
             main["peak_rss_mb"] = [peak_rss_mb(worker.pid) for worker in workers]
         with contextlib.ExitStack() as stack:
             workers = _workers(
                 stack,
-                worker_env,
+                tree,
+                fake,
                 var_dir,
                 processes=SIZED_PROCESSES,
                 slots=SIZED_SLOTS,
                 tag="sized",
             )
             count = min(args.messages, SIZED_MESSAGES)
-            sized_drain = _drain(owner, count, workers, fake, sized["bound_messages_per_s"])
+            bound = sized["bound_messages_per_s"]
+            sized_drain = _drain(owner, count, workers, fake, bound, using=tree.alias)
             sized_drain["phase"] = "sized"
             sized["peak_rss_mb"] = [peak_rss_mb(worker.pid) for worker in workers]
 
@@ -436,6 +476,39 @@ def run_dispatcher_bench(env: dict, var_dir: Path, args, targets: list) -> dict:
     ]
     print_dispatcher_table(report)
     return report
+
+
+def drain_rounds(trees: list[Tree], var_dir: Path, args) -> dict:
+    """``--against``: ``args.repeat`` rounds of one drain of ``args.messages`` per tree, in
+    turn (new, old, new, old ...), each by fresh workers of the headline configuration started
+    from that tree, into one fake provider. Returns each tree's drains in round order (only
+    the drain: the paced and sized phases run without ``--against``)."""
+    processes, slots, main = _main_config(args)
+    owners = {tree.name: _bench_owner(tree) for tree in trees}
+    drains: dict[str, list[dict]] = {tree.name: [] for tree in trees}
+    with _fake_provider() as fake:
+        for n in range(args.repeat):
+            for tree in trees:
+                with contextlib.ExitStack() as stack:
+                    tag = f"{tree.name}-{n}"
+                    workers = _workers(
+                        stack, tree, fake, var_dir, processes=processes, slots=slots, tag=tag
+                    )
+                    drain = _drain(
+                        owners[tree.name],
+                        args.messages,
+                        workers,
+                        fake,
+                        main["bound_messages_per_s"],
+                        using=tree.alias,
+                    )
+                    drain["peak_rss_mb"] = [peak_rss_mb(worker.pid) for worker in workers]
+                drains[tree.name].append(drain)
+    return {
+        "provider": {"latency_s": PROVIDER_LATENCY, "error_rate": PROVIDER_ERROR_RATE},
+        "main": main,
+        "drains": drains,
+    }
 
 
 def print_dispatcher_table(report: dict) -> None:

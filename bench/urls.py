@@ -9,6 +9,5 @@ from . import views
 urlpatterns = [
     path("bench/l1", views.bare_json),
     path("bench/l2", views.raw_sql_write),
-    path("bench/l3", views.round_trips_only),
     *service_urlpatterns,
 ]

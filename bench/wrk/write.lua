@@ -2,6 +2,8 @@
 -- Idempotency-Key per request, and the caller's headers (Authorization, X-Bench-Owner).
 -- Environment: BENCH_RUN (unique per run), BENCH_DUP_RATIO (0..1), BENCH_DUP_POOL (existing
 -- contacts dup-0..N-1@bench.example), BENCH_DELAY_MS (pacing), BENCH_HEADERS ("K: V|K: V").
+-- done() prints "Replayed responses: N": answers marked Idempotent-Replayed, which a run whose
+-- keys are all new must never get (the harness fails the run when N > 0).
 local run = os.getenv("BENCH_RUN") or tostring(os.time())
 local dup_ratio = tonumber(os.getenv("BENCH_DUP_RATIO") or "0")
 local dup_pool = tonumber(os.getenv("BENCH_DUP_POOL") or "0")
@@ -9,13 +11,18 @@ local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "0")
 local extra = os.getenv("BENCH_HEADERS") or ""
 
 local counter = 0
-local thread_id = 0
 local threads = {}
 
+-- Runs in wrk's main Lua state, once per thread before that thread's init(): thread:set
+-- makes `thread_id` a global of the thread's own state. (A chunk-level `local thread_id`
+-- would hide that global, and every thread would send the same keys and e-mails.)
 function setup(thread)
   thread:set("thread_id", #threads)
   table.insert(threads, thread)
 end
+
+-- Globals, so that done() can read each thread's count with thread:get.
+replayed = 0
 
 function init(args)
   math.randomseed(os.time() + thread_id)
@@ -44,4 +51,18 @@ function request()
     counter, email)
   wrk.headers["Idempotency-Key"] = string.format("%s-%d-%d", run, thread_id, counter)
   return wrk.format(nil, nil, nil, body)
+end
+
+function response(status, headers, body)
+  if headers["Idempotent-Replayed"] or headers["idempotent-replayed"] then
+    replayed = replayed + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local total = 0
+  for _, thread in ipairs(threads) do
+    total = total + thread:get("replayed")
+  end
+  io.write(string.format("Replayed responses: %d\n", total))
 end
