@@ -133,12 +133,12 @@ class SendReviewRequestApi(RateLimitedView, APIView):
             )
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
-        # The body is already the spec's strings and nulls: OutputSerializer documents it.
+        # The body is already the contract's strings and nulls: OutputSerializer documents it.
         return Response(review_request_body(result), status=201 if result.created else 200)
 
 
 def review_request_body(result: ContactAddResult) -> dict[str, Any]:
-    """The spec's review-request fields, and nothing else."""
+    """The review-request fields the API contract names (docs/api.md), and nothing else."""
     contact, request = result.contact, result.review_request
     return {
         "id": str(request.id),

@@ -1,7 +1,7 @@
 """Channels: the only code that talks to e-mail and SMS providers.
 
 Each adapter takes one outgoing message, returns the provider's id for it (``Sent``), or raises
-one of two exceptions, so no SDK exception ever reaches the delivery service (STYLE.md habit 5):
+one of two exceptions, so no SDK exception ever reaches the delivery service:
 
 * ``DeliveryRejected(permanent=...)``: the provider answered and refused; nothing was sent.
   ``permanent`` says whether trying again later could help (a 503 or 429) or not (an invalid
