@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
 
-from config.security import strict_page
+from core.security import strict_page
 from portal.views.requests import dashboard
 
 from . import services, throttle

@@ -89,7 +89,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # No page leaks its URL (the OAuth consent page's carries state and PKCE values); forms still
-# pass CSRF checks: see config/security.py.
+# pass CSRF checks: see core/security.py.
 SECURE_REFERRER_POLICY = "no-referrer"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -108,6 +108,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "oauth2_provider",
     "django_celery_beat",
+    "core",
     "accounts",
     "reviews",
     "connector_api",
@@ -118,7 +119,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: answers /healthz and /readyz before host checks, redirects and sessions.
     "config.health.HealthCheckMiddleware",
-    "config.request_id.RequestIdMiddleware",
+    "core.request_id.RequestIdMiddleware",
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
     "connector_api.ratelimit.RateLimitMiddleware",
@@ -127,12 +128,12 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.security.NullOriginMiddleware",
+    "core.security.NullOriginMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.security.FrameAncestorsMiddleware",
+    "core.security.FrameAncestorsMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -220,7 +221,7 @@ REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "config.cache.RedisCache",
+            "BACKEND": "core.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "rr",
             # A dead Redis must not hang requests: short socket timeouts, callers fail open.
@@ -241,7 +242,7 @@ else:
             "LOCATION": str(VAR_DIR / "cache"),
             # Past MAX_ENTRIES (300 by default) the file cache deletes a third of its files at
             # random, generation keys of the token and settings caches among them
-            # (config/versioned_cache.py). Entries here are few and expire by their TTL.
+            # (core/versioned_cache.py). Entries here are few and expire by their TTL.
             "OPTIONS": {"MAX_ENTRIES": 100_000},
         }
     }
@@ -428,8 +429,8 @@ LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"}},
-    "formatters": {"json": {"()": "config.logs.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.request_id.RequestIdLogFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {
         "stdout": {
             "class": "logging.StreamHandler",
@@ -532,9 +533,9 @@ LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": Tru
 # Celery's INFO lines about each run of a periodic task that runs more often than once a minute
 # (beat sending it, the worker receiving it, its success) are left out: three lines every two
 # seconds for the dispatcher's sweep alone. Their failures, retries and own lines stay;
-# LOG_LEVEL=DEBUG shows them all (config.logs.RoutineTaskFilter).
+# LOG_LEVEL=DEBUG shows them all (core.logs.RoutineTaskFilter).
 LOGGING["filters"]["routine_tasks"] = {
-    "()": "config.logs.RoutineTaskFilter",
+    "()": "core.logs.RoutineTaskFilter",
     "tasks": sorted(
         entry["task"]
         for entry in CELERY_BEAT_SCHEDULE.values()

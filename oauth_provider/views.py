@@ -31,9 +31,9 @@ from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.security import strict_page
 from connector_api.openapi import error_responses
 from connector_api.ratelimit import RateLimitedView, basic_credentials
+from core.security import strict_page
 
 from . import services
 

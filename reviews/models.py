@@ -218,7 +218,7 @@ class BusinessSettings(models.Model):
         Served from the cache when it has them: every save or delete invalidates the entry
         (``reviews.receivers``) safely against concurrent readers (``config.versioned_cache``).
         """
-        from config import versioned_cache
+        from core import versioned_cache
 
         read = versioned_cache.read(cls.cache_key(owner.pk))
         if read.value is not None:
@@ -233,7 +233,7 @@ class BusinessSettings(models.Model):
 
     @classmethod
     def invalidate_cached(cls, owner_id) -> None:
-        from config import versioned_cache
+        from core import versioned_cache
 
         versioned_cache.invalidate([cls.cache_key(owner_id)], ttl=cls.CACHE_SECONDS)
 

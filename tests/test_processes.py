@@ -46,7 +46,7 @@ def test_beat_and_worker_pass_a_task_through_the_broker(tmp_path, embedded):
         log = svc.log()
     assert ("filesystem://" if embedded else "redis://") in log
     # Each run of a task this frequent would be three INFO lines (beat sent it, the worker
-    # received it, it succeeded): left out of the logs (config.logs.RoutineTaskFilter).
+    # received it, it succeeded): left out of the logs (core.logs.RoutineTaskFilter).
     heartbeat_lines = [
         line
         for line in log.splitlines()

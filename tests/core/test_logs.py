@@ -8,7 +8,7 @@ import pytest
 from celery.app.trace import LOG_FAILURE, LOG_RECEIVED, LOG_RETRY, LOG_SUCCESS
 from django.conf import settings
 
-from config.logs import RoutineTaskFilter
+from core.logs import RoutineTaskFilter
 
 SWEEP = "reviews.tasks.dispatch_due_messages"
 SEND = "reviews.tasks.send_messages_task"
