@@ -123,7 +123,7 @@ MIDDLEWARE = [
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
     "connector_api.ratelimit.RateLimitMiddleware",
-    "connector_api.errors.ApiErrorMiddleware",
+    "core.errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -9,9 +9,8 @@ from django.urls import include, path, re_path, register_converter
 from accounts.views import home
 from config.converters import PlatformConverter
 from connector_api.apis.docs import DocsPage, SchemaApi
+from core import errors
 from oauth_provider.urls import site_urlpatterns as oauth_site_urlpatterns
-
-from . import errors
 
 register_converter(PlatformConverter, "platform")
 

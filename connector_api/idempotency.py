@@ -45,10 +45,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import User
+from core.errors import ApiError
 from reviews import rows
 from reviews.rows import Statement
 
-from .errors import ApiError
 from .models import IdempotencyKey
 
 HEADER = "Idempotency-Key"

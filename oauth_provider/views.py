@@ -31,8 +31,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.openapi import error_responses
 from connector_api.ratelimit import RateLimitedView, basic_credentials
+from core.openapi import error_responses
 from core.security import strict_page
 
 from . import services
@@ -73,7 +73,7 @@ class AuthorizeView(dot_views.AuthorizationView):
 
     template_name = "oauth_provider/authorize.html"
     error_template_name = "oauth_provider/error.html"
-    html_errors = True  # a page for people: its errors stay HTML (connector_api.errors)
+    html_errors = True  # a page for people: its errors stay HTML (core.errors)
 
     def handle_no_permission(self) -> HttpResponse:
         # Anonymous: refuse bad clients here, before asking anyone to log in for them.
