@@ -30,8 +30,8 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from connector_api import idempotency, ratelimit
-from core import versioned_cache
+from connector_api import idempotency
+from core import ratelimit, versioned_cache
 from oauth_provider import token_cache
 from oauth_provider.models import token_digest
 from reviews import inserts, rows

@@ -74,7 +74,7 @@ def _worker_heartbeat_age() -> float | None:
 def _rate_limiter() -> dict:
     """Information, never a failing check: the API fails open while its counter store is down
     (``unlimited_requests`` counts the requests this process served without a limit)."""
-    from connector_api.ratelimit import readiness_status
+    from core.ratelimit import readiness_status
 
     try:
         return readiness_status()

@@ -122,7 +122,7 @@ MIDDLEWARE = [
     "core.request_id.RequestIdMiddleware",
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
-    "connector_api.ratelimit.RateLimitMiddleware",
+    "core.ratelimit.RateLimitMiddleware",
     "core.errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -381,7 +381,7 @@ CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
     "schedule": 3600.0,
 }
 
-# Rate limits (connector_api/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
+# Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
 # client id + IP on the token endpoints; an IP otherwise) in a fixed window started by the
 # bucket's first request. Counters live in Redis with REDIS_URL, else in the database.
 RATE_LIMIT_WINDOW_SECONDS = 3600
@@ -391,7 +391,7 @@ RATE_LIMIT_KEY_PREFIX = "rr:rl"
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 # Window rows of the database counters (the embedded default) are deleted once they end.
 CELERY_BEAT_SCHEDULE["purge-rate-limit-counters"] = {
-    "task": "connector_api.tasks.purge_rate_limit_counters",
+    "task": "core.tasks.purge_rate_limit_counters",
     "schedule": 3600.0,
 }
 

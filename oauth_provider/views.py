@@ -31,8 +31,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.ratelimit import RateLimitedView, basic_credentials
 from core.openapi import error_responses
+from core.ratelimit import RateLimitedView, basic_credentials
 from core.security import strict_page
 
 from . import services
@@ -203,7 +203,7 @@ class OAuthClientEndpoint:
     * Bodies are ``application/x-www-form-urlencoded`` (RFC 6749 §4.1.3, RFC 7009 §2.1): another
       type is 415 ``unsupported_media_type``, not a misleading grant error.
     * Errors always carry ``error_description`` (the API's one error shape).
-    * Rate-limited per (client id, IP) by ``connector_api.ratelimit``, before the view runs.
+    * Rate-limited per (client id, IP) by ``core.ratelimit``, before the view runs.
     """
 
     rate_limit_scope = "client"

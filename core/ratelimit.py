@@ -51,7 +51,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from rest_framework import exceptions
 
-from core.errors import ApiError, error_response, wants_json_errors
+from .errors import ApiError, error_response, wants_json_errors
 
 logger = logging.getLogger(__name__)
 
