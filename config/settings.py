@@ -118,7 +118,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: answers /healthz and /readyz before host checks, redirects and sessions.
-    "config.health.HealthCheckMiddleware",
+    "core.health.HealthCheckMiddleware",
     "core.request_id.RequestIdMiddleware",
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
@@ -282,7 +282,7 @@ CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 
 HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
 CELERY_BEAT_SCHEDULE = {
-    "heartbeat": {"task": "config.celery.heartbeat", "schedule": HEARTBEAT_INTERVAL},
+    "heartbeat": {"task": "core.tasks.heartbeat", "schedule": HEARTBEAT_INTERVAL},
     # Expired tokens and codes, revoked refresh tokens past reuse detection, stale records.
     "oauth-clear-expired": {"task": "oauth_provider.tasks.clear_expired_tokens", "schedule": 3600},
 }

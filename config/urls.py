@@ -1,4 +1,4 @@
-"""URL map. /healthz and /readyz are answered by config.health.HealthCheckMiddleware.
+"""URL map. /healthz and /readyz are answered by core.health.HealthCheckMiddleware.
 
 The platform slug (``zapier``, ...) is a path segment matched against CONNECTOR_PLATFORMS.
 """

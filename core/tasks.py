@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from .health import record_heartbeat
 from .ratelimit import rate_limit_counters_purge
+
+
+@shared_task(name="core.tasks.heartbeat", ignore_result=True, acks_late=False)
+def heartbeat(sent_at: float | None = None) -> None:
+    """Beat sends this every HEARTBEAT_INTERVAL; a worker records when it ran.
+
+    /readyz reports the age, so staff can see that beat and a worker are both alive.
+    """
+    record_heartbeat()
 
 
 @shared_task(name="core.tasks.purge_rate_limit_counters")

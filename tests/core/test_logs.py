@@ -37,7 +37,7 @@ def beat_line(entry: str, task: str) -> logging.LogRecord:
 
 def test_the_frequent_periodic_tasks_are_the_routine_ones():
     tasks = settings.LOGGING["filters"]["routine_tasks"]["tasks"]
-    assert set(tasks) == {SWEEP, "config.celery.heartbeat"}  # hourly and daily ones are not
+    assert set(tasks) == {SWEEP, "core.tasks.heartbeat"}  # hourly and daily ones are not
     assert "routine_tasks" in settings.LOGGING["handlers"]["stdout"]["filters"]
 
 
