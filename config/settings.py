@@ -21,8 +21,6 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from oauth_provider.policies import pkce_required
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -322,6 +320,10 @@ REST_FRAMEWORK = {
 # --- OAuth 2.0 provider (django-oauth-toolkit), hardened to RFC 9700 ----------------------------
 # DOT's models are not swapped; naming the setting lets our migrations reference the model.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+# PKCE (S256 only) is required of these client ids and optional for the others. The validator
+# decides per client (oauth_provider.validators.OAuth2Validator.is_pkce_required); DOT reads its
+# own PKCE_REQUIRED only in the method ours replaces and in its deploy check, so it stays at its
+# default (True).
 OAUTH_PKCE_REQUIRED_CLIENTS = env.list("OAUTH_PKCE_REQUIRED_CLIENTS", default=[])
 # Seconds after a rotation in which the rotated refresh token, presented again by the same
 # client, gets a new pair in the same family instead of revoking it (parallel refreshes).
@@ -339,9 +341,6 @@ OAUTH2_PROVIDER = {
     # Tokens are stored hashed, which DOT's own grace period cannot work with (it replays the
     # stored plaintext); parallel refreshes of one token are handled by oauth_provider instead.
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
-    # A callable, not a dotted path: DOT does not import this setting, and a string would be
-    # truthy-but-not-True, i.e. PKCE silently never required.
-    "PKCE_REQUIRED": pkce_required,
     "SCOPES": {
         "read": "See your business profile and the status of your review requests",
         "write": "Add contacts and send them review requests on your behalf",
