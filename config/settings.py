@@ -277,13 +277,9 @@ CELERY_DB_REUSE_MAX = 10_000
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Beat re-reads its schedule at least this often (seconds).
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
-
+# Beat sends the heartbeat this often (seconds); /readyz reports when a worker last ran it. The
+# whole schedule (CELERY_BEAT_SCHEDULE) is at the end of this file, after every setting it reads.
 HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
-CELERY_BEAT_SCHEDULE = {
-    "heartbeat": {"task": "core.tasks.heartbeat", "schedule": HEARTBEAT_INTERVAL},
-    # Expired tokens and codes, revoked refresh tokens past reuse detection, stale records.
-    "oauth-clear-expired": {"task": "oauth_provider.tasks.clear_expired_tokens", "schedule": 3600},
-}
 
 # --- Outgoing messages ---------------------------------------------------------------------------
 OUTBOX_DIR = Path(env("OUTBOX_DIR", default=str(VAR_DIR / "outbox")))
@@ -375,10 +371,6 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 # Idempotency-Key: the first response for (user, key) is replayed for this long; an hourly beat
 # task deletes older keys.
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=72)
-CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
-    "task": "connector_api.tasks.purge_idempotency_keys",
-    "schedule": 3600.0,
-}
 
 # Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
 # client id + IP on the token endpoints; an IP otherwise) in a fixed window started by the
@@ -388,11 +380,6 @@ RATE_LIMIT_KEY_PREFIX = "rr:rl"
 # Proxies in front of gunicorn that append the client's address to X-Forwarded-For (a PaaS
 # router: 1). 0: REMOTE_ADDR is the client (gunicorn sets it from the socket, never from a header).
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
-# Window rows of the database counters (the embedded default) are deleted once they end.
-CELERY_BEAT_SCHEDULE["purge-rate-limit-counters"] = {
-    "task": "core.tasks.purge_rate_limit_counters",
-    "schedule": 3600.0,
-}
 
 # OpenAPI 3 schema (/api/schema/, docs/openapi.yaml) and its docs page (/api/docs/): see
 # connector_api/openapi.py. Swagger UI's files come from drf-spectacular-sidecar (no CDN).
@@ -513,21 +500,43 @@ OPT_OUT_AUDIT_RETENTION_DAYS = env.int("OPT_OUT_AUDIT_RETENTION_DAYS", default=1
 # Dispatch tasks travel on their own queue, which every worker also consumes (Procfile), so a
 # dispatch kick is picked up at once instead of waiting behind the send tasks it refills.
 CELERY_TASK_ROUTES = {"reviews.tasks.dispatch_due_messages": {"queue": "dispatch"}}
-CELERY_BEAT_SCHEDULE["dispatch-due-messages"] = {
-    "task": "reviews.tasks.dispatch_due_messages",
-    "schedule": DISPATCH_INTERVAL_SECONDS,
-    "options": {"expires": DISPATCH_TASK_EXPIRES},
-}
-CELERY_BEAT_SCHEDULE["reconcile-unknown-messages"] = {
-    "task": "reviews.tasks.reconcile_unknown_messages",
-    "schedule": float(UNKNOWN_RECONCILE_INTERVAL_SECONDS),
-}
-CELERY_BEAT_SCHEDULE["purge-opt-out-events"] = {
-    "task": "reviews.tasks.purge_opt_out_events",
-    "schedule": 86400.0,
-}
 # Twilio's client logs every request and response (headers, bodies with phone numbers) at INFO.
 LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": True}
+
+# --- Periodic tasks: the whole beat schedule -----------------------------------------------------
+# Schedules in seconds. Beat (DatabaseScheduler) writes these entries into django_celery_beat's
+# tables at start, by name; the admin shows them there.
+CELERY_BEAT_SCHEDULE = {
+    # A worker records when it ran this; /readyz reports the age (beat and a worker are alive).
+    "heartbeat": {"task": "core.tasks.heartbeat", "schedule": HEARTBEAT_INTERVAL},
+    # Expired tokens and codes, revoked refresh tokens past reuse detection, stale records.
+    "oauth-clear-expired": {"task": "oauth_provider.tasks.clear_expired_tokens", "schedule": 3600},
+    # Idempotency-Key records older than IDEMPOTENCY_KEY_TTL_HOURS.
+    "purge-idempotency-keys": {
+        "task": "connector_api.tasks.purge_idempotency_keys",
+        "schedule": 3600.0,
+    },
+    # Rate-limit windows of the database counters (the embedded default) that have ended.
+    "purge-rate-limit-counters": {
+        "task": "core.tasks.purge_rate_limit_counters",
+        "schedule": 3600.0,
+    },
+    # The dispatcher's sweep: due messages claimed and queued (add_contact also kicks it on
+    # commit); a sweep not started within DISPATCH_TASK_EXPIRES is dropped, the next one runs.
+    "dispatch-due-messages": {
+        "task": "reviews.tasks.dispatch_due_messages",
+        "schedule": DISPATCH_INTERVAL_SECONDS,
+        "options": {"expires": DISPATCH_TASK_EXPIRES},
+    },
+    # Unknown outcomes older than UNKNOWN_RECONCILE_AFTER_MINUTES: ask the provider; past
+    # UNKNOWN_MAX_AGE_HOURS, when it cannot be asked, give up (failed, resendable).
+    "reconcile-unknown-messages": {
+        "task": "reviews.tasks.reconcile_unknown_messages",
+        "schedule": float(UNKNOWN_RECONCILE_INTERVAL_SECONDS),
+    },
+    # Opt-out/opt-in audit rows older than OPT_OUT_AUDIT_RETENTION_DAYS, daily.
+    "purge-opt-out-events": {"task": "reviews.tasks.purge_opt_out_events", "schedule": 86400.0},
+}
 
 # Celery's INFO lines about each run of a periodic task that runs more often than once a minute
 # (beat sending it, the worker receiving it, its success) are left out: three lines every two
