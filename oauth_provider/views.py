@@ -31,6 +31,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import error_response
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView, basic_credentials
 from core.security import strict_page
@@ -176,10 +177,8 @@ def oauth_error(
     status: int, error: str, description: str, *, headers: dict[str, str] | None = None
 ) -> JsonResponse:
     """An error of the OAuth endpoints in the API's shape, never cached (RFC 6749 §5.1)."""
-    return JsonResponse(
-        {"error": error, "error_description": description},
-        status=status,
-        headers={**(headers or {}), "Cache-Control": "no-store"},
+    return error_response(
+        status, error, description, headers={**(headers or {}), "Cache-Control": "no-store"}
     )
 
 
