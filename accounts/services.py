@@ -1,9 +1,7 @@
 """Account workflows: password reset by e-mail.
 
-A reset request does the same work whatever address was typed: it hands the address to a
-worker (``tasks.send_password_reset_email``) and answers at once. The worker looks the owner up
-and sends the e-mail. So neither the page nor its timing says whether an account exists (sending
-through an ESP takes long enough to be measured).
+The reset page hands the typed address to a worker (``tasks.send_password_reset_email``) and
+answers at once, whatever the address; the worker runs ``password_reset_email_send``.
 """
 
 from __future__ import annotations
@@ -17,24 +15,6 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 logger = logging.getLogger(__name__)
-
-
-class PasswordResetUnavailable(Exception):
-    """The request could not be handed to a worker (the broker is down)."""
-
-
-def password_reset_request(*, email: str) -> None:
-    """Queue a password-reset e-mail for ``email`` (sent only if an active owner has it).
-
-    Raises ``PasswordResetUnavailable`` when the broker refuses the task.
-    """
-    from .tasks import send_password_reset_email
-
-    try:
-        send_password_reset_email.apply_async(args=[email], retry=False)
-    except Exception as exc:
-        logger.warning("password reset e-mail not queued", exc_info=True)
-        raise PasswordResetUnavailable from exc
 
 
 def password_reset_email_send(*, email: str) -> int:

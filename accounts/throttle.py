@@ -1,9 +1,9 @@
 """Hourly limits on login attempts and password-reset requests, per address and per network.
 
-Counted in the API's rate-limit store (``connector_api.ratelimit``: Redis with ``REDIS_URL``,
-else one atomic database upsert), in fixed hourly windows, under keys of their own. A store
-outage lets requests through (fail open), as the API does: these limits slow guessing and mail
-floods; they are not what keeps an account safe.
+Counted in the rate-limit store the API uses too (``core.ratelimit``: Redis with
+``REDIS_URL``, else one atomic database upsert), in fixed hourly windows, under keys of their
+own. A store outage lets requests through (fail open), as the API does: these limits slow
+guessing and mail floods; they are not what keeps an account safe.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hashlib
 
 from django.http import HttpRequest
 
-from connector_api.ratelimit import client_ip, get_limiter
+from core.ratelimit import client_ip, get_limiter
 
 from .models import UserManager
 

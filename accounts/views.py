@@ -1,34 +1,27 @@
-"""Pages of the accounts app: the front page, login, password reset and change.
+"""Pages of the accounts app: login, password reset and change.
 
 There is no public sign-up: staff create businesses (``create_business`` or the admin).
 """
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import render
 from django.utils.decorators import method_decorator
-from django.views.decorators.cache import never_cache
 
-from config.security import strict_page
-from portal.views.requests import dashboard
+from core.security import strict_page
 
-from . import services, throttle
+from . import tasks, throttle
+
+logger = logging.getLogger(__name__)
 
 TOO_MANY_LOGINS = "Too many login attempts. Wait a while and try again, or reset your password."
 TOO_MANY_RESETS = (
     "Too many reset requests for this address or from your network. Please try again in an "
     "hour, and check your spam folder for the e-mails already sent."
 )
-
-
-@never_cache
-def home(request: HttpRequest) -> HttpResponse:
-    """The front page: a logged-in owner's dashboard, else what the service is and a login."""
-    if request.user.is_authenticated:
-        return dashboard(request)
-    return render(request, "home.html")
 
 
 class LoginView(auth_views.LoginView):
@@ -48,8 +41,11 @@ class LoginView(auth_views.LoginView):
 
 @method_decorator(strict_page, name="dispatch")
 class PasswordResetView(auth_views.PasswordResetView):
-    """Ask for a reset link. The answer is the same whether or not the address has an account;
-    the e-mail is sent by a worker (``accounts.services``)."""
+    """Ask for a reset link. The answer is the same whether or not the address has an account:
+    the page does the same work for any address (it hands it to a worker and answers at once),
+    and the worker looks the owner up and sends the e-mail (``accounts.tasks``), so neither the
+    page nor its timing says whether an account exists (sending through an ESP takes long
+    enough to be measured)."""
 
     template_name = "registration/password_reset_form.html"
 
@@ -59,8 +55,9 @@ class PasswordResetView(auth_views.PasswordResetView):
             form.add_error("email", TOO_MANY_RESETS)
             return self.render_to_response(self.get_context_data(form=form), status=429)
         try:
-            services.password_reset_request(email=email)
-        except services.PasswordResetUnavailable:
+            tasks.send_password_reset_email.apply_async(args=[email], retry=False)
+        except Exception:  # the broker refused the task: say so rather than pretend
+            logger.warning("password reset e-mail not queued", exc_info=True)
             form.add_error(None, "We cannot send e-mail just now. Please try again in a minute.")
             return self.render_to_response(self.get_context_data(form=form), status=503)
         return HttpResponseRedirect(self.get_success_url())

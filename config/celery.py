@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 from celery import Celery
 from celery.signals import setup_logging, task_postrun
@@ -36,17 +35,3 @@ def _recycle_database_connections(task=None, **kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
-
-
-HEARTBEAT_CACHE_KEY = "heartbeat:worker"
-
-
-@app.task(name="config.celery.heartbeat", ignore_result=True, acks_late=False)
-def heartbeat(sent_at: float | None = None) -> None:
-    """Beat sends this every HEARTBEAT_INTERVAL; a worker records when it ran.
-
-    /readyz reports the age, so staff can see that beat and a worker are both alive.
-    """
-    from django.core.cache import cache
-
-    cache.set(HEARTBEAT_CACHE_KEY, time.time(), timeout=None)

@@ -21,8 +21,6 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from oauth_provider.policies import pkce_required
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -89,7 +87,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # No page leaks its URL (the OAuth consent page's carries state and PKCE values); forms still
-# pass CSRF checks: see config/security.py.
+# pass CSRF checks: see core/security.py.
 SECURE_REFERRER_POLICY = "no-referrer"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -108,6 +106,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "oauth2_provider",
     "django_celery_beat",
+    "core",
     "accounts",
     "reviews",
     "connector_api",
@@ -117,22 +116,22 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: answers /healthz and /readyz before host checks, redirects and sessions.
-    "config.health.HealthCheckMiddleware",
-    "config.request_id.RequestIdMiddleware",
+    "core.health.HealthCheckMiddleware",
+    "core.request_id.RequestIdMiddleware",
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
-    "connector_api.ratelimit.RateLimitMiddleware",
-    "connector_api.errors.ApiErrorMiddleware",
+    "core.ratelimit.RateLimitMiddleware",
+    "core.errors.ApiErrorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.security.NullOriginMiddleware",
+    "core.security.NullOriginMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.security.FrameAncestorsMiddleware",
+    "core.security.FrameAncestorsMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -220,7 +219,7 @@ REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "config.cache.RedisCache",
+            "BACKEND": "core.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "rr",
             # A dead Redis must not hang requests: short socket timeouts, callers fail open.
@@ -241,7 +240,7 @@ else:
             "LOCATION": str(VAR_DIR / "cache"),
             # Past MAX_ENTRIES (300 by default) the file cache deletes a third of its files at
             # random, generation keys of the token and settings caches among them
-            # (config/versioned_cache.py). Entries here are few and expire by their TTL.
+            # (core/versioned_cache.py). Entries here are few and expire by their TTL.
             "OPTIONS": {"MAX_ENTRIES": 100_000},
         }
     }
@@ -278,13 +277,9 @@ CELERY_DB_REUSE_MAX = 10_000
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Beat re-reads its schedule at least this often (seconds).
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
-
+# Beat sends the heartbeat this often (seconds); /readyz reports when a worker last ran it. The
+# whole schedule (CELERY_BEAT_SCHEDULE) is at the end of this file, after every setting it reads.
 HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
-CELERY_BEAT_SCHEDULE = {
-    "heartbeat": {"task": "config.celery.heartbeat", "schedule": HEARTBEAT_INTERVAL},
-    # Expired tokens and codes, revoked refresh tokens past reuse detection, stale records.
-    "oauth-clear-expired": {"task": "oauth_provider.tasks.clear_expired_tokens", "schedule": 3600},
-}
 
 # --- Outgoing messages ---------------------------------------------------------------------------
 OUTBOX_DIR = Path(env("OUTBOX_DIR", default=str(VAR_DIR / "outbox")))
@@ -321,6 +316,10 @@ REST_FRAMEWORK = {
 # --- OAuth 2.0 provider (django-oauth-toolkit), hardened to RFC 9700 ----------------------------
 # DOT's models are not swapped; naming the setting lets our migrations reference the model.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+# PKCE (S256 only) is required of these client ids and optional for the others. The validator
+# decides per client (oauth_provider.validators.OAuth2Validator.is_pkce_required); DOT reads its
+# own PKCE_REQUIRED only in the method ours replaces and in its deploy check, so it stays at its
+# default (True).
 OAUTH_PKCE_REQUIRED_CLIENTS = env.list("OAUTH_PKCE_REQUIRED_CLIENTS", default=[])
 # Seconds after a rotation in which the rotated refresh token, presented again by the same
 # client, gets a new pair in the same family instead of revoking it (parallel refreshes).
@@ -338,9 +337,6 @@ OAUTH2_PROVIDER = {
     # Tokens are stored hashed, which DOT's own grace period cannot work with (it replays the
     # stored plaintext); parallel refreshes of one token are handled by oauth_provider instead.
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
-    # A callable, not a dotted path: DOT does not import this setting, and a string would be
-    # truthy-but-not-True, i.e. PKCE silently never required.
-    "PKCE_REQUIRED": pkce_required,
     "SCOPES": {
         "read": "See your business profile and the status of your review requests",
         "write": "Add contacts and send them review requests on your behalf",
@@ -375,12 +371,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 # Idempotency-Key: the first response for (user, key) is replayed for this long; an hourly beat
 # task deletes older keys.
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=72)
-CELERY_BEAT_SCHEDULE["purge-idempotency-keys"] = {
-    "task": "connector_api.tasks.purge_idempotency_keys",
-    "schedule": 3600.0,
-}
 
-# Rate limits (connector_api/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
+# Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
 # client id + IP on the token endpoints; an IP otherwise) in a fixed window started by the
 # bucket's first request. Counters live in Redis with REDIS_URL, else in the database.
 RATE_LIMIT_WINDOW_SECONDS = 3600
@@ -388,11 +380,6 @@ RATE_LIMIT_KEY_PREFIX = "rr:rl"
 # Proxies in front of gunicorn that append the client's address to X-Forwarded-For (a PaaS
 # router: 1). 0: REMOTE_ADDR is the client (gunicorn sets it from the socket, never from a header).
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
-# Window rows of the database counters (the embedded default) are deleted once they end.
-CELERY_BEAT_SCHEDULE["purge-rate-limit-counters"] = {
-    "task": "connector_api.tasks.purge_rate_limit_counters",
-    "schedule": 3600.0,
-}
 
 # OpenAPI 3 schema (/api/schema/, docs/openapi.yaml) and its docs page (/api/docs/): see
 # connector_api/openapi.py. Swagger UI's files come from drf-spectacular-sidecar (no CDN).
@@ -428,8 +415,8 @@ LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"}},
-    "formatters": {"json": {"()": "config.logs.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.request_id.RequestIdLogFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {
         "stdout": {
             "class": "logging.StreamHandler",
@@ -513,28 +500,50 @@ OPT_OUT_AUDIT_RETENTION_DAYS = env.int("OPT_OUT_AUDIT_RETENTION_DAYS", default=1
 # Dispatch tasks travel on their own queue, which every worker also consumes (Procfile), so a
 # dispatch kick is picked up at once instead of waiting behind the send tasks it refills.
 CELERY_TASK_ROUTES = {"reviews.tasks.dispatch_due_messages": {"queue": "dispatch"}}
-CELERY_BEAT_SCHEDULE["dispatch-due-messages"] = {
-    "task": "reviews.tasks.dispatch_due_messages",
-    "schedule": DISPATCH_INTERVAL_SECONDS,
-    "options": {"expires": DISPATCH_TASK_EXPIRES},
-}
-CELERY_BEAT_SCHEDULE["reconcile-unknown-messages"] = {
-    "task": "reviews.tasks.reconcile_unknown_messages",
-    "schedule": float(UNKNOWN_RECONCILE_INTERVAL_SECONDS),
-}
-CELERY_BEAT_SCHEDULE["purge-opt-out-events"] = {
-    "task": "reviews.tasks.purge_opt_out_events",
-    "schedule": 86400.0,
-}
 # Twilio's client logs every request and response (headers, bodies with phone numbers) at INFO.
 LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": True}
+
+# --- Periodic tasks: the whole beat schedule -----------------------------------------------------
+# Schedules in seconds. Beat (DatabaseScheduler) writes these entries into django_celery_beat's
+# tables at start, by name; the admin shows them there.
+CELERY_BEAT_SCHEDULE = {
+    # A worker records when it ran this; /readyz reports the age (beat and a worker are alive).
+    "heartbeat": {"task": "core.tasks.heartbeat", "schedule": HEARTBEAT_INTERVAL},
+    # Expired tokens and codes, revoked refresh tokens past reuse detection, stale records.
+    "oauth-clear-expired": {"task": "oauth_provider.tasks.clear_expired_tokens", "schedule": 3600},
+    # Idempotency-Key records older than IDEMPOTENCY_KEY_TTL_HOURS.
+    "purge-idempotency-keys": {
+        "task": "connector_api.tasks.purge_idempotency_keys",
+        "schedule": 3600.0,
+    },
+    # Rate-limit windows of the database counters (the embedded default) that have ended.
+    "purge-rate-limit-counters": {
+        "task": "core.tasks.purge_rate_limit_counters",
+        "schedule": 3600.0,
+    },
+    # The dispatcher's sweep: due messages claimed and queued (add_contact also kicks it on
+    # commit); a sweep not started within DISPATCH_TASK_EXPIRES is dropped, the next one runs.
+    "dispatch-due-messages": {
+        "task": "reviews.tasks.dispatch_due_messages",
+        "schedule": DISPATCH_INTERVAL_SECONDS,
+        "options": {"expires": DISPATCH_TASK_EXPIRES},
+    },
+    # Unknown outcomes older than UNKNOWN_RECONCILE_AFTER_MINUTES: ask the provider; past
+    # UNKNOWN_MAX_AGE_HOURS, when it cannot be asked, give up (failed, resendable).
+    "reconcile-unknown-messages": {
+        "task": "reviews.tasks.reconcile_unknown_messages",
+        "schedule": float(UNKNOWN_RECONCILE_INTERVAL_SECONDS),
+    },
+    # Opt-out/opt-in audit rows older than OPT_OUT_AUDIT_RETENTION_DAYS, daily.
+    "purge-opt-out-events": {"task": "reviews.tasks.purge_opt_out_events", "schedule": 86400.0},
+}
 
 # Celery's INFO lines about each run of a periodic task that runs more often than once a minute
 # (beat sending it, the worker receiving it, its success) are left out: three lines every two
 # seconds for the dispatcher's sweep alone. Their failures, retries and own lines stay;
-# LOG_LEVEL=DEBUG shows them all (config.logs.RoutineTaskFilter).
+# LOG_LEVEL=DEBUG shows them all (core.logs.RoutineTaskFilter).
 LOGGING["filters"]["routine_tasks"] = {
-    "()": "config.logs.RoutineTaskFilter",
+    "()": "core.logs.RoutineTaskFilter",
     "tasks": sorted(
         entry["task"]
         for entry in CELERY_BEAT_SCHEDULE.values()

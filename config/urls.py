@@ -1,4 +1,4 @@
-"""URL map. /healthz and /readyz are answered by config.health.HealthCheckMiddleware.
+"""URL map. /healthz and /readyz are answered by core.health.HealthCheckMiddleware.
 
 The platform slug (``zapier``, ...) is a path segment matched against CONNECTOR_PLATFORMS.
 """
@@ -6,12 +6,11 @@ The platform slug (``zapier``, ...) is a path segment matched against CONNECTOR_
 from django.contrib import admin
 from django.urls import include, path, re_path, register_converter
 
-from accounts.views import home
 from config.converters import PlatformConverter
 from connector_api.apis.docs import DocsPage, SchemaApi
+from core import errors
 from oauth_provider.urls import site_urlpatterns as oauth_site_urlpatterns
-
-from . import errors
+from portal.views.requests import home
 
 register_converter(PlatformConverter, "platform")
 

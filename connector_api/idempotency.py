@@ -40,8 +40,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import User
+from core.errors import ApiError
 
-from .errors import ApiError
 from .models import IdempotencyKey
 
 HEADER = "Idempotency-Key"

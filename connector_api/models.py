@@ -103,21 +103,3 @@ class IdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.state})"
-
-
-class RateLimitCounter(models.Model):
-    """One rate-limit window of one bucket, for the embedded default (no ``REDIS_URL``).
-
-    Updated only by one atomic ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` statement
-    (``connector_api/ratelimit.py``), so concurrent requests in several web processes never lose
-    a count. Rows whose window has ended are reused in place and purged hourly by beat.
-    """
-
-    key = models.CharField(max_length=200, primary_key=True)
-    count = models.PositiveIntegerField()
-    reset_at = models.BigIntegerField(
-        db_index=True, help_text="Unix epoch seconds at which this window ends."
-    )
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.count}"

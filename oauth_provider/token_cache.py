@@ -7,7 +7,7 @@ SHA-256 digest: the token row (id, owner, client, scope, expiry, creation) and t
 without its password hash. Nothing secret is stored: the digest is the key, and the raw token is
 never written anywhere.
 
-Revocation safety comes from a *generation* per token digest (``config.versioned_cache``), not
+Revocation safety comes from a *generation* per token digest (``core.versioned_cache``), not
 from deleting entries alone: a lookup reads the entry and the token's generation in one round
 trip and uses the entry only if it was written under the current generation; any change that
 can end or alter a token's validity (the access token row deleted or saved: revocation,
@@ -35,7 +35,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from config import versioned_cache
+from core import versioned_cache
 
 from .models import token_digest
 

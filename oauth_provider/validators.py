@@ -2,6 +2,8 @@
 
 * Redirect URIs match a registered URI as an exact string (RFC 9700 §2.1), and one is required
   at both endpoints (no silent default).
+* PKCE (S256 only) is required of the clients in ``OAUTH_PKCE_REQUIRED_CLIENTS``, optional for
+  the others.
 * Authorization codes are stored as SHA-256 digests, are single-use under concurrent redemption
   (the grant row is locked inside the token endpoint's transaction), and a used code presented
   again revokes the connection it created (RFC 6749 §4.1.2).
@@ -57,6 +59,15 @@ class OAuth2Validator(DOTOAuth2Validator):
         return redirect_uri in registered and super().validate_redirect_uri(
             client_id, redirect_uri, request, *args, **kwargs
         )
+
+    # --- PKCE ------------------------------------------------------------------------------------
+
+    def is_pkce_required(self, client_id, request):
+        """PKCE is optional (spec §5), except for clients listed in OAUTH_PKCE_REQUIRED_CLIENTS.
+
+        Whether or not it is required, only S256 is accepted (COMPLIANT_BCP_RFC9700_PKCE_METHOD).
+        """
+        return client_id in settings.OAUTH_PKCE_REQUIRED_CLIENTS
 
     # --- Authorization codes ---------------------------------------------------------------------
 

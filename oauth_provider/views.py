@@ -31,9 +31,10 @@ from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.security import strict_page
-from connector_api.openapi import error_responses
-from connector_api.ratelimit import RateLimitedView, basic_credentials
+from core.errors import error_response
+from core.openapi import error_responses
+from core.ratelimit import RateLimitedView, basic_credentials
+from core.security import strict_page
 
 from . import services
 
@@ -73,7 +74,7 @@ class AuthorizeView(dot_views.AuthorizationView):
 
     template_name = "oauth_provider/authorize.html"
     error_template_name = "oauth_provider/error.html"
-    html_errors = True  # a page for people: its errors stay HTML (connector_api.errors)
+    html_errors = True  # a page for people: its errors stay HTML (core.errors)
 
     def handle_no_permission(self) -> HttpResponse:
         # Anonymous: refuse bad clients here, before asking anyone to log in for them.
@@ -176,10 +177,8 @@ def oauth_error(
     status: int, error: str, description: str, *, headers: dict[str, str] | None = None
 ) -> JsonResponse:
     """An error of the OAuth endpoints in the API's shape, never cached (RFC 6749 §5.1)."""
-    return JsonResponse(
-        {"error": error, "error_description": description},
-        status=status,
-        headers={**(headers or {}), "Cache-Control": "no-store"},
+    return error_response(
+        status, error, description, headers={**(headers or {}), "Cache-Control": "no-store"}
     )
 
 
@@ -203,7 +202,7 @@ class OAuthClientEndpoint:
     * Bodies are ``application/x-www-form-urlencoded`` (RFC 6749 §4.1.3, RFC 7009 §2.1): another
       type is 415 ``unsupported_media_type``, not a misleading grant error.
     * Errors always carry ``error_description`` (the API's one error shape).
-    * Rate-limited per (client id, IP) by ``connector_api.ratelimit``, before the view runs.
+    * Rate-limited per (client id, IP) by ``core.ratelimit``, before the view runs.
     """
 
     rate_limit_scope = "client"

@@ -9,7 +9,7 @@ import requests
 from django.core.cache import cache
 from django.core.cache.backends.filebased import FileBasedCache
 
-from config.celery import HEARTBEAT_CACHE_KEY
+from core.health import HEARTBEAT_CACHE_KEY
 from tests.support.processes import ServiceProcesses
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
@@ -46,11 +46,11 @@ def test_beat_and_worker_pass_a_task_through_the_broker(tmp_path, embedded):
         log = svc.log()
     assert ("filesystem://" if embedded else "redis://") in log
     # Each run of a task this frequent would be three INFO lines (beat sent it, the worker
-    # received it, it succeeded): left out of the logs (config.logs.RoutineTaskFilter).
+    # received it, it succeeded): left out of the logs (core.logs.RoutineTaskFilter).
     heartbeat_lines = [
         line
         for line in log.splitlines()
-        if "config.celery.heartbeat" in line and ("succeeded" in line or "received" in line)
+        if "core.tasks.heartbeat" in line and ("succeeded" in line or "received" in line)
     ]
     assert heartbeat_lines == []
     assert "Sending due task heartbeat" not in log

@@ -120,7 +120,7 @@ def test_redis_url_switches_broker_and_cache_to_redis(tmp_path):
     result = _run(tmp_path, REDIS_URL="redis://127.0.0.1:6379/9", RATE_LIMIT_PER_HOUR="10")
     out = json.loads(result.stdout)
     assert out["broker"] == "redis://127.0.0.1:6379/9"
-    assert out["cache"] == "config.cache.RedisCache"  # Django's, reusing its client
+    assert out["cache"] == "core.cache.RedisCache"  # Django's, reusing its client
     assert out["rate_limit"] == 10
 
 

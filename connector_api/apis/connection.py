@@ -7,9 +7,10 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.openapi import StatusError, error_responses
+from connector_api.openapi import StatusError
 from connector_api.permissions import TokenHasRequiredScopes
-from connector_api.ratelimit import RateLimitedView
+from core.openapi import error_responses
+from core.ratelimit import RateLimitedView
 from oauth_provider.models import Connection
 
 

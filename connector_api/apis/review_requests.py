@@ -25,14 +25,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
-from connector_api.openapi import (
-    REVIEW_REQUEST_EXAMPLE,
-    ContactRequest,
-    InputFieldsResponse,
-    error_responses,
-)
+from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ContactRequest, InputFieldsResponse
 from connector_api.permissions import TokenHasRequiredScopes
-from connector_api.ratelimit import RateLimitedView
+from core.openapi import error_responses
+from core.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
 from reviews.services import ContactAddResult, contact_add

@@ -1,4 +1,4 @@
-"""The dashboard (the front page of a logged-in owner) and one review request's page."""
+"""The front page (a logged-in owner's dashboard) and one review request's page."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from reviews import services
@@ -18,6 +19,14 @@ from ..forms import RequestFilterForm
 from ..pages import owner_page
 
 PAGE_SIZE = 25
+
+
+@never_cache
+def home(request: HttpRequest) -> HttpResponse:
+    """The front page: a logged-in owner's dashboard, else what the service is and a login."""
+    if request.user.is_authenticated:
+        return dashboard(request)
+    return render(request, "home.html")
 
 
 @owner_page

@@ -17,6 +17,8 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 
+from core import versioned_cache
+
 from .. import merge_fields, sms_segments
 from ..normalize import MAX_DELAY_HOURS
 from ..sending_windows import SendingWindow, next_allowed_time, recipient_time_zones
@@ -210,10 +212,8 @@ class BusinessSettings(models.Model):
         created with the defaults on first use.
 
         Served from the cache when it has them: every save or delete invalidates the entry
-        (``reviews.receivers``) safely against concurrent readers (``config.versioned_cache``).
+        (``reviews.receivers``) safely against concurrent readers (``core.versioned_cache``).
         """
-        from config import versioned_cache
-
         read = versioned_cache.read(cls.cache_key(owner.pk))
         if read.value is not None:
             obj = versioned_cache.model_from_values(cls, read.value)
@@ -227,8 +227,6 @@ class BusinessSettings(models.Model):
 
     @classmethod
     def invalidate_cached(cls, owner_id) -> None:
-        from config import versioned_cache
-
         versioned_cache.invalidate([cls.cache_key(owner_id)], ttl=cls.CACHE_SECONDS)
 
     def clean(self) -> None:

@@ -1,29 +1,27 @@
 """Rate limits: headers on every /api/ response, exact 429 at request N+1, buckets kept apart,
-checked before any work, window reset, atomic counters, and failing open when Redis is down."""
+checked before any work, window reset, and failing open when Redis is down (the counter stores
+themselves: tests/core/test_ratelimit.py)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import timedelta
 
 import pytest
 import requests
 import time_machine
-from django.db import connection
 from django.test import Client
 from oauth2_provider.models import get_access_token_model
 from rest_framework.test import APIClient
 
-from connector_api import ratelimit
-from connector_api.models import IdempotencyKey, RateLimitCounter
-from connector_api.ratelimit import DatabaseStore, RateLimiter, RedisStore, StoreUnavailable
+from connector_api.models import IdempotencyKey
+from core import ratelimit
+from core.ratelimit import RateLimiter, RedisStore
 from reviews.models import Contact, ReviewRequest
 from tests.contract.conftest import rate_headers
 from tests.oauth.conftest import OAuthFlow, basic_auth, post_form
 from tests.support.oauth import CLIENT_SECRET, issue_tokens, make_application
 from tests.support.private_servers import private_redis
-from tests.support.processes import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -308,77 +306,6 @@ def test_rfc7009_revocation_counts_per_client_and_ip(limit, client_ip):
     body = {"token": "x", "client_id": application.client_id, "client_secret": CLIENT_SECRET}
     answers = [post_form(server, REVOKE_TOKEN, body).status_code for _ in range(limit + 1)]
     assert answers == [200] * limit + [429]
-
-
-# --- The stores -------------------------------------------------------------------------------
-
-
-def _hit_concurrently(limiter: RateLimiter, bucket: str, threads: int, each: int) -> list[int]:
-    counts: list[int] = []
-    lock = threading.Lock()
-    start = threading.Barrier(threads)
-
-    def worker():
-        try:
-            start.wait()
-            for _ in range(each):
-                usage = limiter.hit(bucket)
-                with lock:
-                    counts.append(usage.count)
-        finally:
-            connection.close()
-
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join(60)
-    return counts
-
-
-@pytest.mark.django_db(transaction=True)
-def test_database_counter_counts_every_concurrent_request_once():
-    # Real connections from several threads (PostgreSQL in CI, the SQLite file locally): the
-    # one-statement upsert must hand out every count exactly once.
-    limiter = RateLimiter(DatabaseStore())
-    counts = _hit_concurrently(limiter, "user:concurrency", threads=8, each=25)
-    assert sorted(counts) == list(range(1, 201))
-    assert limiter.health.failures == 0
-    assert RateLimitCounter.objects.get().count == 200
-
-
-@pytest.mark.redis
-def test_redis_counter_counts_every_concurrent_request_once(settings):
-    limiter = RateLimiter(RedisStore(settings.REDIS_URL))
-    counts = _hit_concurrently(limiter, "user:concurrency", threads=8, each=25)
-    assert sorted(counts) == list(range(1, 201))
-    assert limiter.health.failures == 0
-
-
-def test_database_counter_rows_are_purged_once_their_window_ends():
-    store = DatabaseStore()
-    now = time.time()
-    store.incr("rr:rl:old", window=60, now=now - 120)
-    store.incr("rr:rl:current", window=3600, now=now)
-    assert ratelimit.rate_limit_counters_purge(now=now) == 1
-    assert list(RateLimitCounter.objects.values_list("key", flat=True)) == ["rr:rl:current"]
-
-
-def test_an_unreachable_redis_is_not_tried_again_until_the_back_off_ends(monkeypatch):
-    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
-    calls = []
-    real_script = store.script
-    monkeypatch.setattr(store, "script", lambda **kw: calls.append(kw) or real_script(**kw))
-    with pytest.raises(StoreUnavailable):
-        store.incr("k", window=60, now=time.time())
-    with pytest.raises(StoreUnavailable, match="circuit open"):
-        store.incr("k", window=60, now=time.time())
-    assert len(calls) == 1
-    monkeypatch.setattr(ratelimit, "REDIS_BACKOFF_SECONDS", 0.0)
-    store._open_until = 0.0
-    with pytest.raises(StoreUnavailable, match="ConnectionError"):
-        store.incr("k", window=60, now=time.time())
-    assert len(calls) == 2
 
 
 @pytest.fixture

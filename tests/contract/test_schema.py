@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.views import APIView
 
 from connector_api.apis.docs import DOCS_CSP
-from connector_api.ratelimit import RateLimitedView
+from core.ratelimit import RateLimitedView
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "openapi.yaml"

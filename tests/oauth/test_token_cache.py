@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from config import versioned_cache
+from core import versioned_cache
 from oauth_provider import services, token_cache
 from oauth_provider.models import Connection, token_digest
 from tests.oauth.test_revoke import revoke, rfc7009

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config import versioned_cache
+from core import versioned_cache
 from reviews.models import BusinessSettings
 from reviews.services import business_settings_update
 from tests.support.cache import DownCache

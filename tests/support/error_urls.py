@@ -6,8 +6,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.errors import ApiError
 from connector_api.permissions import TokenHasRequiredScopes
+from core.errors import ApiError
 
 
 class _Input(serializers.Serializer):

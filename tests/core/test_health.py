@@ -4,7 +4,8 @@ import pytest
 from django.db import OperationalError
 from django.test import override_settings
 
-from config import health
+from core import health
+from core.tasks import heartbeat
 
 
 def test_healthz_answers_without_touching_the_database(client):
@@ -30,6 +31,13 @@ def test_readyz_reports_database_and_broker(client):
     assert body["checks"]["database"]["ok"] is True
     assert body["checks"]["broker"]["ok"] is True
     assert "worker_heartbeat_age_s" in body
+
+
+@pytest.mark.django_db
+def test_readyz_reports_how_long_ago_a_worker_ran_the_heartbeat(client):
+    heartbeat.apply()  # as a worker runs it when beat sends it
+    age = client.get("/readyz").json()["worker_heartbeat_age_s"]
+    assert 0 <= age < 5
 
 
 @pytest.mark.django_db

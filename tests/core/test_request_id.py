@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 import logging
 
-from config.logs import JsonFormatter
-from config.request_id import RequestIdLogFilter, request_id_var
+from core.logs import JsonFormatter
+from core.request_id import RequestIdLogFilter, request_id_var
 
 
 def test_every_response_carries_a_request_id(client):

@@ -17,10 +17,14 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connections
 from django.http import JsonResponse
 
-from config.celery import HEARTBEAT_CACHE_KEY
+from .ratelimit import readiness_status
+
+# Where a worker records when it last ran beat's heartbeat task (core.tasks.heartbeat).
+HEARTBEAT_CACHE_KEY = "heartbeat:worker"
 
 
 def _check_database() -> dict:
@@ -61,9 +65,12 @@ def _writable(folder: Path) -> bool:
     return True
 
 
-def _worker_heartbeat_age() -> float | None:
-    from django.core.cache import cache
+def record_heartbeat() -> None:
+    """A worker ran the heartbeat task now (beat sends it every ``HEARTBEAT_INTERVAL``)."""
+    cache.set(HEARTBEAT_CACHE_KEY, time.time(), timeout=None)
 
+
+def _worker_heartbeat_age() -> float | None:
     try:
         last = cache.get(HEARTBEAT_CACHE_KEY)
     except Exception:  # the cache being down is reported by the broker check in Redis mode
@@ -74,8 +81,6 @@ def _worker_heartbeat_age() -> float | None:
 def _rate_limiter() -> dict:
     """Information, never a failing check: the API fails open while its counter store is down
     (``unlimited_requests`` counts the requests this process served without a limit)."""
-    from connector_api.ratelimit import readiness_status
-
     try:
         return readiness_status()
     except Exception as exc:

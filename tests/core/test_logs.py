@@ -8,7 +8,7 @@ import pytest
 from celery.app.trace import LOG_FAILURE, LOG_RECEIVED, LOG_RETRY, LOG_SUCCESS
 from django.conf import settings
 
-from config.logs import RoutineTaskFilter
+from core.logs import RoutineTaskFilter
 
 SWEEP = "reviews.tasks.dispatch_due_messages"
 SEND = "reviews.tasks.send_messages_task"
@@ -37,7 +37,7 @@ def beat_line(entry: str, task: str) -> logging.LogRecord:
 
 def test_the_frequent_periodic_tasks_are_the_routine_ones():
     tasks = settings.LOGGING["filters"]["routine_tasks"]["tasks"]
-    assert set(tasks) == {SWEEP, "config.celery.heartbeat"}  # hourly and daily ones are not
+    assert set(tasks) == {SWEEP, "core.tasks.heartbeat"}  # hourly and daily ones are not
     assert "routine_tasks" in settings.LOGGING["handlers"]["stdout"]["filters"]
 
 

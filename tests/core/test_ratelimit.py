@@ -1,0 +1,85 @@
+"""The rate limiter's counter stores: every concurrent request counted exactly once (database and
+Redis), ended windows purged, and an unreachable Redis not tried again until its back-off ends."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from core import ratelimit
+from core.models import RateLimitCounter
+from core.ratelimit import DatabaseStore, RateLimiter, RedisStore, StoreUnavailable
+from tests.support.processes import free_port
+
+pytestmark = pytest.mark.django_db
+
+
+def _hit_concurrently(limiter: RateLimiter, bucket: str, threads: int, each: int) -> list[int]:
+    counts: list[int] = []
+    lock = threading.Lock()
+    start = threading.Barrier(threads)
+
+    def worker():
+        try:
+            start.wait()
+            for _ in range(each):
+                usage = limiter.hit(bucket)
+                with lock:
+                    counts.append(usage.count)
+        finally:
+            connection.close()
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join(60)
+    return counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_database_counter_counts_every_concurrent_request_once():
+    # Real connections from several threads (PostgreSQL in CI, the SQLite file locally): the
+    # one-statement upsert must hand out every count exactly once.
+    limiter = RateLimiter(DatabaseStore())
+    counts = _hit_concurrently(limiter, "user:concurrency", threads=8, each=25)
+    assert sorted(counts) == list(range(1, 201))
+    assert limiter.health.failures == 0
+    assert RateLimitCounter.objects.get().count == 200
+
+
+@pytest.mark.redis
+def test_redis_counter_counts_every_concurrent_request_once(settings):
+    limiter = RateLimiter(RedisStore(settings.REDIS_URL))
+    counts = _hit_concurrently(limiter, "user:concurrency", threads=8, each=25)
+    assert sorted(counts) == list(range(1, 201))
+    assert limiter.health.failures == 0
+
+
+def test_database_counter_rows_are_purged_once_their_window_ends():
+    store = DatabaseStore()
+    now = time.time()
+    store.incr("rr:rl:old", window=60, now=now - 120)
+    store.incr("rr:rl:current", window=3600, now=now)
+    assert ratelimit.rate_limit_counters_purge(now=now) == 1
+    assert list(RateLimitCounter.objects.values_list("key", flat=True)) == ["rr:rl:current"]
+
+
+def test_an_unreachable_redis_is_not_tried_again_until_the_back_off_ends(monkeypatch):
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    calls = []
+    real_script = store.script
+    monkeypatch.setattr(store, "script", lambda **kw: calls.append(kw) or real_script(**kw))
+    with pytest.raises(StoreUnavailable):
+        store.incr("k", window=60, now=time.time())
+    with pytest.raises(StoreUnavailable, match="circuit open"):
+        store.incr("k", window=60, now=time.time())
+    assert len(calls) == 1
+    monkeypatch.setattr(ratelimit, "REDIS_BACKOFF_SECONDS", 0.0)
+    store._open_until = 0.0
+    with pytest.raises(StoreUnavailable, match="ConnectionError"):
+        store.incr("k", window=60, now=time.time())
+    assert len(calls) == 2
