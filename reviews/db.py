@@ -9,30 +9,34 @@ feature.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import hashlib
+import json
+import uuid
 from collections.abc import Sequence
 
-from django.db import connection, models
+from django.db import connection, models, transaction
 
 from accounts.models import User
 
-from .models import Contact, Message, ReviewRequest
+from .models import Channel, Contact, Message, ReviewRequest
 
 
 def contact_add_lock(*, owner: User, email_normalized: str, phone: str) -> None:
-    """Serialise adds of one person: call first in ``contact_add``'s transaction, then match.
+    """Serialise adds of one person: call first in ``contact_add``'s transaction, then
+    ``contacts_matching``.
 
     PostgreSQL: a transaction-scoped advisory lock per key (the normalised e-mail, the E.164
     phone), sorted so two transactions wanting the same pair cannot deadlock, each in a
-    statement of its own, held until commit or rollback. The match must be a separate,
-    later statement: under READ COMMITTED a statement reads a snapshot taken when it starts,
-    so a match in the lock's own statement would not see a contact committed while it waited.
-    A 64-bit hash collision only makes two unrelated adds wait for each other.
+    statement of its own, held until commit or rollback. The match must be a separate, later
+    statement: under READ COMMITTED a statement reads a snapshot taken when it starts, so a
+    match in the lock's own statement would not see a contact committed while it waited. A
+    64-bit hash collision only makes two unrelated adds wait for each other.
 
     Replaces: nothing in the ORM (``select_for_update`` can only lock rows that exist, and a
     new person has none). Without it, concurrent adds of one new person both insert, and one
-    fails on the unique constraints and runs again: correct, but a retry per race, and a
-    contact matched by e-mail and another by phone could both get a request.
+    fails on a unique constraint and runs again: correct, but a retry per race.
 
     SQLite: nothing to do; its transactions start with ``BEGIN IMMEDIATE`` (settings), so
     writers already run one at a time.
@@ -49,6 +53,32 @@ def contact_add_lock(*, owner: User, email_normalized: str, phone: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
+def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list[Contact]:
+    """The owner's contacts with this e-mail key or this E.164 phone (at most two rows),
+    locked (call inside a transaction), in primary-key order so that two transactions locking
+    the same pair cannot deadlock.
+
+    Written once (``Contact.objects.raw``) instead of the queryset the ORM compiles on every
+    API write: ``Contact.objects.select_for_update().filter(Q(email_normalized=...) |
+    Q(phone=...), owner=owner).order_by("pk")``.
+    """
+    field = Contact._meta.get_field
+    matches, params = [], [field("owner").get_db_prep_value(owner.pk, connection)]
+    if email_normalized:
+        matches.append("email_normalized = %s")
+        params.append(email_normalized)
+    if phone:
+        matches.append("phone = %s")
+        params.append(phone)
+    if not matches:
+        return []
+    table = connection.ops.quote_name(Contact._meta.db_table)
+    sql = f"SELECT * FROM {table} WHERE owner_id = %s AND ({' OR '.join(matches)}) ORDER BY id"
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    return list(Contact.objects.raw(sql, params))
+
+
 def _lock_key(owner_id: object, kind: str, value: str) -> int:
     name = f"contact:{owner_id}:{kind}:{value}"
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
@@ -62,11 +92,18 @@ def review_request_insert(
     ``uuid4`` from Python, so no row waits for another's id).
 
     PostgreSQL: one statement, a chain of data-modifying CTEs (foreign keys are checked at the
-    end of the statement, so the request may reference a contact inserted beside it).
-    Replaces ``save()`` / ``bulk_create()`` model by model: three INSERTs, three round trips.
-    Relies on: every value converted by its field, as ``save()`` does (``pre_save`` then
-    ``get_db_prep_save``: ``auto_now_add`` included); no model signal is sent, and none is
-    connected to these models (``contact_add`` is their only creator of this kind).
+    end of the statement, so the request may reference a contact inserted beside it). Each
+    model's rows travel as one parameter, a JSON array that ``jsonb_populate_recordset`` turns
+    into rows of the table (each value read by its column type's own input function, as a
+    text literal would be): the statement's text is the same for every request of one shape,
+    short, so psycopg converts it once and caches it, instead of splitting and quoting a
+    hundred placeholders on every request.
+
+    Replaces ``bulk_create()`` model by model: three INSERTs, three round trips. Relies on:
+    these models' field types (text, integers, UUIDs, datetimes, an interval, a JSON object)
+    needing no conversion on PostgreSQL beyond what JSON and the column's input function do;
+    no model signal is sent, and none is connected to these models (``contact_add`` is their
+    only creator of this kind).
 
     SQLite (no data-modifying CTEs): ``bulk_create`` model by model.
     """
@@ -76,25 +113,110 @@ def review_request_insert(
         for rows in groups:
             type(rows[0]).objects.bulk_create(rows)
         return
-    statements, params = [], []
-    for rows in groups:
-        fields = type(rows[0])._meta.concrete_fields
-        values = []
-        for obj in rows:
-            values.append(f"({', '.join(['%s'] * len(fields))})")
-            params += [_db_value(field, obj) for field in fields]
-        table = connection.ops.quote_name(type(rows[0])._meta.db_table)
-        columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-        statements.append(f"INSERT INTO {table} ({columns}) VALUES {', '.join(values)}")
-    *first, last = statements
-    ctes = ", ".join(f"insert_{n} AS ({sql})" for n, sql in enumerate(first))
+    params = [json.dumps([_row(obj) for obj in rows], default=_json_value) for rows in groups]
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {ctes} {last}" if ctes else last, params)
+        cursor.execute(_insert_sql(tuple(type(rows[0]) for rows in groups)), params)
     for rows in groups:
         for obj in rows:
             obj._state.adding = False
             obj._state.db = connection.alias
 
 
-def _db_value(field: models.Field, obj: models.Model) -> object:
-    return field.get_db_prep_save(field.pre_save(obj, True), connection)
+@functools.cache
+def _insert_sql(models_in_order: tuple[type[models.Model], ...]) -> str:
+    """``WITH insert_0 AS (INSERT ...), ... INSERT ...``: one ``%s`` (a JSON array) per model."""
+    qn = connection.ops.quote_name
+    inserts = []
+    for model in models_in_order:
+        table = qn(model._meta.db_table)
+        columns = ", ".join(qn(field.column) for field in model._meta.concrete_fields)
+        inserts.append(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} "
+            f"FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb)"
+        )
+    *first, last = inserts
+    ctes = ", ".join(f"insert_{n} AS ({sql})" for n, sql in enumerate(first))
+    return f"WITH {ctes} {last}" if ctes else last
+
+
+def _row(obj: models.Model) -> dict[str, object]:
+    # ``pre_save`` as ``save()`` runs it (``auto_now_add``); ``get_db_prep_save`` is left out:
+    # on PostgreSQL it returns every value of these models' field types unchanged, but for
+    # wrapping a JSONField's value for psycopg, and here the JSON array carries that value
+    # itself. (The rows read back field for field as created: tests/reviews/test_add_contact.)
+    return {field.column: field.pre_save(obj, True) for field in obj._meta.concrete_fields}
+
+
+def _json_value(value: object) -> object:
+    """A database-ready value that ``json`` cannot write, as the text its column reads back."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()  # microseconds and the UTC offset included
+    if isinstance(value, dt.timedelta):
+        # An interval in ISO 8601; days may be negative, seconds and microseconds are not.
+        return f"P{value.days}DT{value.seconds}.{value.microseconds:06d}S"
+    raise TypeError(f"review_request_insert cannot pass a {type(value).__name__} through JSON")
+
+
+def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
+    """Claim a queued message for its send (``queued → sending``, ``attempts + 1``, the address
+    captured for reconciling an unknown outcome) and move a first step's request ``scheduled →
+    sending``; the claimed message, or ``None`` when it is not queued (another worker claimed
+    it, it was cancelled, or this is a redelivered task whose first run claimed it).
+
+    Committed before it returns. The message's status is what every writer that stops a
+    message changes (an opt-out, a click, a cancel move it out of ``queued``), so finding it
+    queued is the claim's linearisation point; the pre-send rule (``Message.refusal``) is then
+    checked on a fresh read.
+
+    PostgreSQL: one statement. The message's request is locked first (request before message:
+    the lock order of every transaction that changes both, so it never deadlocks with an
+    opt-out, a click or a recorded outcome), then the conditional UPDATE, then the request.
+    Replaces ``transaction.atomic()`` around locking the request (``select_for_update``), the
+    conditional ``update()`` and the request's ``save()``: BEGIN, three statements the ORM
+    compiles on every send, COMMIT. SQLite (no data-modifying CTEs; one writer at a time, so
+    nothing to lock): the UPDATE and the request's in one transaction.
+    """
+    qn = connection.ops.quote_name
+    m, r, c = (qn(model._meta.db_table) for model in (Message, ReviewRequest, Contact))
+    message_id = Message._meta.pk.get_db_prep_value(message_id, connection)
+    now = Message._meta.get_field("sending_at").get_db_prep_value(now, connection)
+    claim = (
+        f"UPDATE {m} SET status = %s, sending_at = %s, updated_at = %s, attempts = attempts + 1, "
+        f"to_address = COALESCE((SELECT CASE WHEN {m}.channel = %s THEN c.phone ELSE c.email END "
+        f"FROM {r} r JOIN {c} c ON c.id = r.contact_id WHERE r.id = {m}.review_request_id), '') "
+        "WHERE id = %s AND status = %s"
+    )
+    claim_params = [
+        Message.Status.SENDING,
+        now,
+        now,
+        Channel.SMS,
+        message_id,
+        Message.Status.QUEUED,
+    ]
+    start = (
+        f"UPDATE {r} SET status = %s, sending_at = COALESCE(sending_at, %s), updated_at = %s "
+        "WHERE status = %s AND id IN "
+    )
+    start_params = [ReviewRequest.Status.SENDING, now, now, ReviewRequest.Status.SCHEDULED]
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            found = list(Message.objects.raw(f"{claim} RETURNING *", claim_params))
+            if found and found[0].step == 0:
+                with connection.cursor() as cursor:
+                    request_id = ReviewRequest._meta.pk.get_db_prep_value(
+                        found[0].review_request_id, connection
+                    )
+                    cursor.execute(f"{start} (%s)", [*start_params, request_id])
+        return found[0] if found else None
+    sql = (
+        f"WITH locked AS (SELECT id FROM {r} WHERE id = (SELECT review_request_id FROM {m} "
+        "WHERE id = %s) FOR UPDATE), "
+        f"claimed AS ({claim} AND review_request_id IN (SELECT id FROM locked) RETURNING *), "
+        f"started AS ({start} (SELECT review_request_id FROM claimed WHERE step = 0)) "
+        "SELECT * FROM claimed"
+    )
+    found = list(Message.objects.raw(sql, [message_id, *claim_params, *start_params]))
+    return found[0] if found else None

@@ -73,6 +73,7 @@ def default_file(channel: str, step: int, part: str) -> str:
 
 
 def owner_template(owner, channel: str, step: int) -> MessageTemplate | None:
+    """The owner's (a ``User`` or its primary key) wording of this channel and step."""
     return MessageTemplate.objects.filter(owner=owner, channel=channel, step=step).first()
 
 

@@ -9,8 +9,6 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import User
-
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
 
 # Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
@@ -28,20 +26,6 @@ def phone_search_digits(search: str) -> str:
     if not _PHONE_LIKE.match(search) or len(digits) < MIN_PHONE_DIGITS:
         return ""
     return digits.lstrip("0")
-
-
-def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list[Contact]:
-    """The owner's contacts with this e-mail key or this E.164 phone (at most two rows),
-    locked (call inside a transaction), in primary-key order so that two transactions locking
-    the same pair cannot deadlock."""
-    if not email_normalized and not phone:
-        return []
-    match = Q()
-    if email_normalized:
-        match |= Q(email_normalized=email_normalized)
-    if phone:
-        match |= Q(phone=phone)
-    return list(Contact.objects.select_for_update().filter(match, owner=owner).order_by("pk"))
 
 
 def review_request_blocking(

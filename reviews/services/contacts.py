@@ -126,7 +126,8 @@ def contact_add(
     latest one that reached them within the cooldown, or create a request with all its message
     rows (step 0 pending at ``scheduled_for``, follow-ups planned).
 
-    Concurrency: the transaction first serialises adds of one person (``db.contact_add_lock``),
+    Concurrency: the transaction first serialises adds of one person
+    (``db.contact_add_lock``),
     so concurrent adds run one after the other and the later ones find the contact and its
     request; the matched rows are also locked (``SELECT ... FOR UPDATE``) against other writers
     such as opt-outs. The per-owner unique constraints on e-mail and phone and the
@@ -162,7 +163,7 @@ def _contact_add_once(
     now = timezone.now().replace(microsecond=0)
     with transaction.atomic():
         db.contact_add_lock(owner=owner, email_normalized=clean.email_normalized, phone=clean.phone)
-        matches = selectors.contacts_matching(
+        matches = db.contacts_matching(
             owner=owner, email_normalized=clean.email_normalized, phone=clean.phone
         )
         return _decide(

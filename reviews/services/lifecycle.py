@@ -36,7 +36,7 @@ def review_request_lock(*, request_id) -> ReviewRequest:
     ready for ``review_request_advance(..., locked=True)``."""
     return (
         ReviewRequest.objects.select_for_update(of=("self",))
-        .select_related("contact", "owner")
+        .select_related("contact")
         .get(pk=request_id)
     )
 

@@ -178,6 +178,28 @@ def backoff_seconds(attempt: int, *, retry_after: float | None = None) -> float:
     return max(delay, retry_after or 0.0)
 
 
+def message_record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
+    """The claimed message was not sent (the pre-send rule refused it: the contact opted out or
+    the request ended meanwhile): ``cancelled``, and the request moves on without it."""
+    now = timezone.now()
+    with transaction.atomic():
+        request = review_request_lock_by_message(message_id=message_id, load=True)
+        message = (
+            Message.objects.filter(pk=message_id, attempts=attempt, status=Message.Status.SENDING)
+            .select_for_update(of=("self",))
+            .first()
+        )
+        if message is None:
+            return
+        message.last_error = reason
+        message.save(
+            update_fields=[*message.transition(Message.Status.CANCELLED, at=now), "last_error"]
+        )
+        review_request_advance(
+            request=request, cause=ReviewRequest.Status.OPTED_OUT, at=now, locked=True
+        )
+
+
 def message_record_unknown(*, message_id: str, attempt: int, code: str, reason: str) -> None:
     """The attempt may or may not have reached the provider: ``unknown``, never resent
     automatically (``messages_reconcile_unknown`` asks the provider)."""

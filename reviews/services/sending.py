@@ -3,15 +3,14 @@
 ``messages_send`` is what a send task runs, for the few rows the dispatcher put in it. For each
 row:
 
-1. Claim it, in one short transaction: lock its request (request before message, the lock
-   order of every transaction that changes both), read the row with its request, contact and
-   owner, check that it may still go out (``Message.refusal``: an opt-out, click or cancel
-   that committed after the dispatcher queued it stops it here), and move it ``queued →
-   sending`` by a conditional UPDATE (``attempts + 1``, the address captured). Zero rows:
+1. Claim it: ``queued → sending`` by one conditional statement (``db.message_claim``:
+   ``attempts + 1``, the address captured, the request locked first). Nothing claimed:
    another worker claimed it, or this is a redelivered task whose first run already did:
    nothing is sent. This is what makes ``acks_late`` with ``reject_on_worker_lost`` safe: the
    database, not the broker, decides whether a send happens.
-2. Render it, and call the channel outside any transaction.
+2. Check that it may still go out (``Message.refusal``, on a read made after the claim: an
+   opt-out, click or cancel that committed after the dispatcher queued it stops it here), then
+   render it and call the channel outside any transaction.
 3. Record the outcome (``outcomes``), guarded by the attempt number the claim gave, so a late
    outcome never overwrites a later attempt.
 """
@@ -23,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
@@ -33,13 +31,12 @@ from django.db import (
     InterfaceError,
     OperationalError,
     close_old_connections,
-    transaction,
 )
 from django.utils import timezone
 
 from accounts.models import User
 
-from .. import rendering
+from .. import db, rendering
 from ..channels import (
     DeliveryOutcomeUnknown,
     DeliveryRejected,
@@ -48,9 +45,9 @@ from ..channels import (
 )
 from ..channels.email import email_channel
 from ..channels.sms import sms_channel
-from ..models import BusinessSettings, Channel, Message, ReviewRequest
-from .lifecycle import review_request_advance, review_request_lock_by_message
+from ..models import BusinessSettings, Channel, Message, MessageTemplate, ReviewRequest
 from .outcomes import (
+    message_record_cancelled,
     message_record_failure,
     message_record_sent,
     message_record_unknown,
@@ -72,17 +69,32 @@ class SendResult:
 
 @dataclass
 class SendBatch:
-    """What one ``messages_send`` call reads once for all its rows: each owner's settings (a
-    cache round trip and a model built from it per read, ~10 % of a worker's CPU in a drain).
+    """What one ``messages_send`` call reads once for all its rows: each owner, their settings
+    (a cache round trip and a model built from it per read, ~10 % of a worker's CPU in a
+    drain) and their wording of each step.
     A batch lasts well under a minute; a change saved meanwhile applies from the next batch
     on, as if the batch's later rows had gone out a moment earlier."""
 
     policies: dict[object, BusinessSettings] = field(default_factory=dict)
+    owners: dict[object, User] = field(default_factory=dict)
+    templates: dict[tuple, MessageTemplate | None] = field(default_factory=dict)
 
     def policy_for(self, owner: User) -> BusinessSettings:
         if owner.pk not in self.policies:
             self.policies[owner.pk] = BusinessSettings.for_owner(owner)
         return self.policies[owner.pk]
+
+    def owner(self, owner_id: object) -> User:
+        if owner_id not in self.owners:
+            self.owners[owner_id] = User.objects.get(pk=owner_id)
+        return self.owners[owner_id]
+
+    def template_for(self, message: Message) -> MessageTemplate | None:
+        """The owner's wording for the message's channel and step (``None``: the default)."""
+        key = (message.review_request.owner_id, message.channel, message.step)
+        if key not in self.templates:
+            self.templates[key] = rendering.owner_template(*key)
+        return self.templates[key]
 
 
 def message_send(*, message_id: str) -> str:
@@ -140,7 +152,7 @@ def _send_budget() -> float:
 
 
 def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
-    claimed = _with_db_retry(partial(_claim, message_id))
+    claimed = _with_db_retry(partial(_claim, message_id, batch))
     if isinstance(claimed, str):
         return claimed  # skipped, or cancelled by the pre-send check
     message = claimed
@@ -148,7 +160,7 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
     record_failure = partial(message_record_failure, message_id=message_id, attempt=attempt)
     policy = batch.policy_for(message.review_request.owner)
     try:
-        outgoing = _with_db_retry(partial(_outgoing, message, policy))
+        outgoing = _with_db_retry(partial(_outgoing, message, policy, batch.template_for(message)))
     except (DatabaseError, InterfaceError):
         raise
     except Exception as exc:  # a broken template or default file: nothing was sent
@@ -221,66 +233,37 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
     return SendResult.SENT
 
 
-def _claim(message_id: str) -> Message | str:
-    """``queued → sending`` (see the module docstring): the claimed message, with its request,
-    contact and owner, or the ``SendResult`` saying why nothing is to be sent."""
-    now = timezone.now()
-    with transaction.atomic():
-        if review_request_lock_by_message(message_id=message_id) is None:
-            return SendResult.SKIPPED  # gone
-        # Read after the lock is granted: whatever a click, an opt-out or a cancel committed
-        # before it is seen (each statement reads what is committed when it starts).
-        message = (
-            Message.objects.select_related("review_request__contact", "review_request__owner")
-            .filter(pk=message_id, status=Message.Status.QUEUED)
-            .first()
-        )
-        if message is None:
-            return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
-        request = message.review_request
-        refusal = message.refusal()
-        if refusal:
-            message.last_error = refusal
-            fields = [*message.transition(Message.Status.CANCELLED, at=now), "last_error"]
-        else:
-            message.attempts += 1
-            message.to_address = request.contact.address_for(message.channel)
-            fields = [*message.transition(Message.Status.SENDING, at=now), "attempts", "to_address"]
-        if not _save_if_unmoved(message, fields, at=now):
-            return SendResult.SKIPPED  # a lease recovery moved it meanwhile
-        if refusal:
-            review_request_advance(
-                request=request, cause=ReviewRequest.Status.OPTED_OUT, at=now, locked=True
-            )
-            return SendResult.CANCELLED
-        if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
-            request.save(update_fields=request.transition(ReviewRequest.Status.SENDING, at=now))
+def _claim(message_id: str, batch: SendBatch) -> Message | str:
+    """``queued → sending`` (``db.message_claim``), then the pre-send rule on a fresh read of
+    the request and contact: the claimed message, with its request, contact and owner, or the
+    ``SendResult`` saying why nothing is to be sent."""
+    message = db.message_claim(message_id=message_id, now=timezone.now())
+    if message is None:
+        return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
+    # Read after the claim committed: whatever a click, an opt-out or a cancel committed
+    # before it is seen.
+    request = ReviewRequest.objects.select_related("contact").get(pk=message.review_request_id)
+    request.owner = batch.owner(request.owner_id)
+    message.review_request = request
+    refusal = message.refusal()
+    if refusal:
+        message_record_cancelled(message_id=message_id, attempt=message.attempts, reason=refusal)
+        return SendResult.CANCELLED
     return message
 
 
-def _save_if_unmoved(message: Message, fields: list[str], *, at: datetime) -> bool:
-    """Save a message's ``transition`` as a conditional UPDATE: only while the row is still in
-    a status its new one may be reached from (``Message.sources``). The dispatcher's lease
-    recovery changes rows without the request lock; 0 rows means it got there first."""
-    message.updated_at = at
-    values = {name: getattr(message, name) for name in fields}
-    return bool(
-        Message.objects.filter(pk=message.pk, status__in=Message.sources(message.status)).update(
-            **values
-        )
-    )
-
-
-def _outgoing(message: Message, policy: BusinessSettings) -> OutgoingSms | OutgoingEmail:
+def _outgoing(
+    message: Message, policy: BusinessSettings, template: MessageTemplate | None
+) -> OutgoingSms | OutgoingEmail:
     address = message.to_address  # captured by the claim
     if message.channel == Channel.SMS:
         return OutgoingSms(
             message_id=str(message.pk),
             to=address,
-            body=rendering.render_sms(message, policy),
+            body=rendering.render_sms(message, policy, template=template),
             status_callback=f"{settings.SITE_URL}/webhooks/twilio/status/{message.pk}/",
         )
-    rendered = rendering.render_email(message, policy)
+    rendered = rendering.render_email(message, policy, template=template)
     return OutgoingEmail(
         message_id=str(message.pk),
         to=address,

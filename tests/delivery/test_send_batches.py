@@ -6,7 +6,7 @@ import pytest
 from django.db import DatabaseError
 from django.test import override_settings
 
-from reviews import services, tasks
+from reviews import db, services, tasks
 from reviews.models import BusinessSettings, Message
 from reviews.services import messages_dispatch_due, messages_send, sending
 from reviews.services.dispatch import send_batches
@@ -144,14 +144,14 @@ def test_rows_that_could_overrun_the_time_limit_go_back_to_pending(
 def test_rows_after_a_send_that_raised_go_back_to_pending(business, twilio, monkeypatch):
     requests = [sms_request(business) for _ in range(3)]
     claimed = messages_dispatch_due().claimed
-    real_lock = sending.review_request_lock_by_message
+    real_claim = db.message_claim
 
     def database_fails_on_the_second(*, message_id, **kwargs):
         if message_id == claimed[1]:
             raise DatabaseError("the database failed")
-        return real_lock(message_id=message_id, **kwargs)
+        return real_claim(message_id=message_id, **kwargs)
 
-    monkeypatch.setattr(sending, "review_request_lock_by_message", database_fails_on_the_second)
+    monkeypatch.setattr(db, "message_claim", database_fails_on_the_second)
     with pytest.raises(DatabaseError):
         messages_send(message_ids=claimed)
     assert len(requests) == 3

@@ -43,6 +43,26 @@ def steps(request: ReviewRequest) -> list[tuple]:
 # --- a new contact --------------------------------------------------------------------------------
 
 
+def test_the_new_rows_read_back_as_they_were_created(owner, now):
+    """Whatever way the new rows go in (one statement on PostgreSQL), every field reads back
+    through the ORM as the returned instances hold it."""
+    result = add(
+        owner,
+        first_name="Zoë",
+        last_name='O\'Brien \\ "Quotes"',
+        email="zoe@example.com",
+        mobile_phone_number=SF_PHONE,
+        metadata={"order": {"id": 7, "total": 12.5}, "tags": ["vip", None, True], "note": "日本"},
+    )
+    for obj in (result.contact, result.review_request):
+        stored = type(obj).objects.get(pk=obj.pk)
+        for field in type(obj)._meta.concrete_fields:
+            assert getattr(stored, field.attname) == getattr(obj, field.attname), field.name
+        assert not obj._state.adding
+    assert steps(result.review_request)[1][4] == timedelta(hours=72)
+    assert result.contact.metadata["note"] == "日本"
+
+
 def test_add_contact_creates_contact_request_and_every_message_row(owner, now):
     result = add(owner, first_name="Jane", last_name="Smith", email="Jane@Example.com")
 

@@ -159,16 +159,16 @@ def test_with_the_advisory_locks_no_add_needs_the_constraint_backstop(
     """The match sees what the lock holder committed (its own snapshot, taken after the locks
     are granted), so no add inserts a duplicate that a unique constraint has to refuse and
     send round again: one match per add."""
-    from reviews import selectors
+    from reviews import db
 
     runs = []
-    original = selectors.contacts_matching
+    original = db.contacts_matching
 
     def counted(**kwargs):
         runs.append(1)
         return original(**kwargs)
 
-    monkeypatch.setattr(selectors, "contacts_matching", counted)
+    monkeypatch.setattr(db, "contacts_matching", counted)
     results = run_together(
         lambda i: contact_add(
             owner=owner,
