@@ -102,11 +102,11 @@ schema: $(VENV)/.installed-dev
 
 # schemathesis against a real gunicorn on the test database, with a real token (bounded in time).
 fuzz: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest tests/contract/test_fuzz.py -m fuzz $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/connector_api/test_fuzz.py -m fuzz $(PYTEST_ARGS)
 
 # Page screenshots (consent page, owner dashboard, admin dashboard) into docs/screenshots/.
 screenshots: $(VENV)/.installed-dev
-	SCREENSHOTS=1 $(BIN)/python -m pytest tests/browser -q $(PYTEST_ARGS)
+	SCREENSHOTS=1 $(BIN)/python -m pytest -m browser -q $(PYTEST_ARGS)
 
 lock:
 	$(BIN)/python -m pip install --quiet uv

@@ -9,6 +9,9 @@ from django.test.utils import override_settings
 
 from tests.factories import UserFactory
 
+# Page tests' fixtures (a real Chromium; test_*_browser.py beside each app's tests).
+from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
+
 
 def pytest_report_header(config):
     db = django_settings.DATABASES["default"]

@@ -1,0 +1,249 @@
+"""The authorization endpoint: login, consent, redirects, and requests that must never redirect."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from oauth2_provider.models import get_grant_model
+
+from oauth_provider.models import token_digest
+from tests.oauth_provider.conftest import AUTHORIZE, OAuthFlow, pkce_pair, query
+from tests.support.oauth import REDIRECT_URI, make_application
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_strict_page_headers(response):
+    assert response["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+    assert response["Referrer-Policy"] == "no-referrer"
+
+
+def assert_error_page(response, text: str):
+    assert response.status_code == 400
+    assert not response.has_header("Location")
+    assert text in response.content.decode()
+    assert_strict_page_headers(response)
+
+
+def test_anonymous_owner_is_sent_to_login_and_back(flow):
+    anonymous = Client()
+    params = flow.authorize_params(scope="read")
+    response = anonymous.get(AUTHORIZE, params)
+    assert response.status_code == 302
+    login_url = response["Location"].partition("?")[0]
+    assert login_url == "/accounts/login/"
+    next_url = query(response["Location"])["next"]
+    assert next_url.startswith(AUTHORIZE + "?")
+    assert query(next_url) == params
+
+    login_page = anonymous.get(response["Location"])
+    assert login_page.status_code == 200
+    assert_strict_page_headers(login_page)
+    logged_in = anonymous.post(
+        "/accounts/login/",
+        {
+            "username": flow.owner.email,
+            "password": "correct horse battery staple",
+            "next": next_url,
+        },
+    )
+    assert logged_in.status_code == 302
+    assert logged_in["Location"] == next_url
+    consent = anonymous.get(next_url)
+    assert consent.status_code == 200
+    assert b"Approve" in consent.content
+
+
+def test_anonymous_request_for_an_unknown_client_is_an_error_page_not_a_login(flow):
+    response = Client().get(AUTHORIZE, flow.authorize_params(client_id="nope"))
+    assert_error_page(response, "invalid_request")
+
+
+def test_consent_page_names_client_business_and_each_scope_in_plain_words(flow):
+    page = flow.consent_page(scope="read write")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert flow.application.name in html
+    assert flow.owner.business_name in html
+    assert flow.owner.email in html
+    for description in settings.OAUTH2_PROVIDER["SCOPES"].values():
+        assert description in html
+    assert "zapier.com" in html  # where the owner will be sent back
+    assert "Approve" in html and "Deny" in html
+    assert 'name="csrfmiddlewaretoken"' in html
+    assert_strict_page_headers(page)
+    assert page["Cache-Control"] == "no-store"
+    assert "default-src 'none'" in page["Content-Security-Policy"]  # no third-party assets
+
+
+def test_consent_page_loads_nothing_from_other_origins(flow):
+    html = flow.consent_page().content.decode()
+    assert "http://" not in html and "https://" not in html.replace(REDIRECT_URI, "")
+
+
+def test_scope_defaults_to_read_write(flow):
+    page = flow.consent_page()
+    assert page.context["form"].initial["scope"] == "read write"
+
+
+def test_approve_redirects_with_code_state_and_issuer(flow):
+    page = flow.consent_page(scope="read")
+    response = flow.decide(page, allow=True)
+    assert response.status_code == 302  # never 307 (RFC 9700 §4.12)
+    assert response["Location"].startswith(REDIRECT_URI + "?")
+    params = query(response["Location"])
+    assert set(params) == {"code", "state", "iss"}
+    assert params["state"] == "state-123"
+    assert params["iss"] == settings.OAUTH2_PROVIDER["OIDC_ISS_ENDPOINT"]
+    grant = get_grant_model().objects.get()
+    assert grant.scope == "read"
+    # Stored as a digest only.
+    assert grant.code == token_digest(params["code"]) != params["code"]
+
+
+def test_deny_redirects_with_access_denied_and_state(flow):
+    page = flow.consent_page()
+    response = flow.decide(page, allow=False)
+    assert response.status_code == 302
+    assert response["Location"].startswith(REDIRECT_URI + "?")
+    params = query(response["Location"])
+    assert params["error"] == "access_denied"
+    assert params["state"] == "state-123"
+    assert not get_grant_model().objects.exists()
+
+
+def test_consent_post_without_csrf_token_is_refused(flow):
+    page = flow.consent_page()
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(flow.owner)
+    form = page.context["form"]
+    data = {field.name: field.value() or "" for field in form if field.is_hidden}
+    response = browser.post(AUTHORIZE, {**data, "allow": "on"})
+    assert response.status_code == 403
+    assert not get_grant_model().objects.exists()
+
+
+def test_tampered_redirect_uri_in_the_consent_form_is_never_redirected_to(flow):
+    page = flow.consent_page()
+    form = page.context["form"]
+    data = {field.name: field.value() or "" for field in form if field.is_hidden}
+    for allow in ({"allow": "on"}, {}):
+        response = flow.browser.post(
+            AUTHORIZE, {**data, **allow, "redirect_uri": "https://evil.example/"}
+        )
+        assert_error_page(response, "cannot be completed")
+    assert not get_grant_model().objects.exists()
+
+
+def test_incomplete_consent_form_is_an_error_page(flow):
+    response = flow.browser.post(
+        AUTHORIZE, {"allow": "on", "client_id": flow.application.client_id}
+    )
+    assert_error_page(response, "incomplete")
+    assert not get_grant_model().objects.exists()
+
+
+def test_unknown_client_is_an_error_page(flow):
+    assert_error_page(flow.consent_page(client_id="unknown-client"), "invalid_request")
+
+
+def test_missing_redirect_uri_is_an_error_page(flow):
+    assert_error_page(flow.consent_page(redirect_uri=None), "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "redirect_uri",
+    [
+        "https://evil.example/dashboard/auth/oauth/return/App123CLIAPI/",
+        REDIRECT_URI + "?extra=1",
+        REDIRECT_URI + "#",
+        REDIRECT_URI + "#fragment",
+        REDIRECT_URI.rstrip("/"),
+        REDIRECT_URI + "more/",
+        REDIRECT_URI.replace("App123CLIAPI", "app123cliapi"),
+        REDIRECT_URI.replace("zapier.com", "ZAPIER.com"),
+        REDIRECT_URI.replace("https://", "http://"),
+        REDIRECT_URI.replace("zapier.com", "zapier.com:443"),
+        REDIRECT_URI.replace("https://", "https://user@"),
+        REDIRECT_URI.rstrip("/") + ";x=1/",
+        REDIRECT_URI.replace("/return/", "/return/../return/"),
+    ],
+)
+def test_unregistered_redirect_uri_is_never_redirected_to(flow, redirect_uri):
+    response = flow.consent_page(redirect_uri=redirect_uri)
+    assert_error_page(response, "invalid_request")
+
+
+def test_bad_response_type_redirects_with_error_and_state(flow):
+    for response_type in ("token", "code token", "id_token", None):
+        response = flow.consent_page(response_type=response_type)
+        assert response.status_code == 302, response_type
+        params = query(response["Location"])
+        assert response["Location"].startswith(REDIRECT_URI + "?")
+        expected = "invalid_request" if response_type is None else "unsupported_response_type"
+        assert params["error"] == expected, params
+        assert params["state"] == "state-123"
+        assert params["iss"] == settings.OAUTH2_PROVIDER["OIDC_ISS_ENDPOINT"]
+
+
+def test_unknown_scope_redirects_with_invalid_scope_and_state(flow):
+    for scope in ("read admin", "read,write", "READ"):
+        response = flow.consent_page(scope=scope)
+        assert response.status_code == 302
+        params = query(response["Location"])
+        assert params["error"] == "invalid_scope"
+        assert params["state"] == "state-123"
+
+
+def test_consent_is_always_shown_even_when_the_client_asks_to_skip_it(flow, owner):
+    flow.connect()  # a live token with the same scopes exists
+    flow.application.skip_authorization = True
+    flow.application.save()
+    page = flow.consent_page(approval_prompt="auto")
+    assert page.status_code == 200
+    assert b"Approve" in page.content
+
+
+def test_plain_pkce_is_refused_with_invalid_request(flow):
+    verifier, _ = pkce_pair()
+    for method in ("plain", None):
+        response = flow.consent_page(code_challenge=verifier[:43], code_challenge_method=method)
+        assert response.status_code == 302
+        params = query(response["Location"])
+        assert params["error"] == "invalid_request"
+        assert params["state"] == "state-123"
+
+
+def test_malformed_s256_challenge_is_refused(flow):
+    for challenge in ("short", "x" * 44, "+" * 43):
+        response = flow.consent_page(code_challenge=challenge, code_challenge_method="S256")
+        assert query(response["Location"])["error"] == "invalid_request"
+
+
+def test_challenge_method_without_challenge_is_refused(flow):
+    response = flow.consent_page(code_challenge_method="S256")
+    assert query(response["Location"])["error"] == "invalid_request"
+
+
+def test_pkce_is_optional_unless_the_client_is_listed(flow, owner, settings):
+    assert flow.consent_page().status_code == 200
+    strict = make_application(client_id="must-use-pkce")
+    settings.OAUTH_PKCE_REQUIRED_CLIENTS = ["must-use-pkce"]
+    strict_flow = OAuthFlow(owner, strict)
+    response = strict_flow.consent_page()
+    assert query(response["Location"])["error"] == "invalid_request"
+    _, challenge = pkce_pair()
+    assert (
+        strict_flow.consent_page(code_challenge=challenge, code_challenge_method="S256").status_code
+        == 200
+    )
+
+
+def test_disabled_owner_cannot_authorize(flow, owner):
+    owner.is_active = False
+    owner.save()
+    response = flow.consent_page()
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")

@@ -1,0 +1,106 @@
+"""The owner's dashboard and a request's page in a real browser, on a desktop and a phone."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import UserFactory
+from tests.support.browser import (
+    collect_errors,
+    horizontal_overflow,
+    log_in_and_wait,
+    screenshot,
+    unlabelled_controls,
+)
+from tests.support.portal_data import seed_business
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def business(transactional_db):
+    owner = UserFactory(
+        email="owner@acme-plumbing.example",
+        business_name="Acme Plumbing",
+        time_zone="America/Los_Angeles",
+    )
+    seed_business(owner)
+    return owner
+
+
+def test_an_owner_sees_their_requests_and_funnel_on_the_dashboard(page, business):
+    log_in_and_wait(page, business)
+    assert page.get_by_role("heading", name="Acme Plumbing").is_visible()
+    assert page.get_by_role("link", name="Dashboard").get_attribute("aria-current") == "page"
+    table = page.get_by_role("table")
+    assert table.get_by_role("row").count() == 11  # header + ten requests
+    assert table.get_by_text("Maria Garcia").is_visible()
+    funnel = page.locator(".funnel")
+    assert funnel.locator("li.added .count").inner_text() == "10"
+    assert funnel.locator("li.clicked .count").inner_text() == "4"
+    assert "40% of added" in funnel.locator("li.clicked").inner_text()
+    assert unlabelled_controls(page) == []
+    screenshot(page, "owner-dashboard")
+
+
+def test_an_owner_filters_and_searches_without_javascript(no_js_page, business):
+    page = no_js_page
+    log_in_and_wait(page, business)
+    page.get_by_label("Status").select_option("clicked")
+    page.get_by_role("button", name="Filter").click()
+    rows = page.get_by_role("table").locator("tbody tr")
+    assert rows.count() == 4
+    page.get_by_label("Search").fill("(415) 555-0103")
+    page.get_by_label("Status").select_option("")
+    page.get_by_role("button", name="Filter").click()
+    assert rows.count() == 1
+    assert rows.first.get_by_text("Aiko Tanaka").is_visible()
+
+
+def test_a_request_page_shows_its_timeline(page, business):
+    log_in_and_wait(page, business)
+    page.get_by_role("link", name="Maria Garcia").click()
+    assert page.get_by_role("heading", name="Maria Garcia").is_visible()
+    timeline = page.locator("ol.timeline")
+    assert timeline.get_by_text("First message (SMS) sent").is_visible()
+    assert timeline.get_by_text("Clicked through to Google").is_visible()
+    assert timeline.get_by_text("Fast, tidy, and fixed the leak").is_visible()
+    screenshot(page, "owner-request")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/portal/settings/",
+        "/portal/settings/sites/",
+        "/portal/settings/messages/",
+        "/portal/settings/messages/email/0/",
+        "/portal/apps/",
+    ],
+)
+def test_portal_pages_fit_a_phone_screen_with_nothing_blocked(phone_page, business, path):
+    errors = collect_errors(phone_page)
+    log_in_and_wait(phone_page, business, next_url=path)
+    assert horizontal_overflow(phone_page) <= 0
+    assert errors == []
+    assert unlabelled_controls(phone_page) == []
+    if path == "/":
+        screenshot(phone_page, "owner-dashboard-phone", full_page=False)
+
+
+def test_a_request_page_fits_a_phone_screen(phone_page, business):
+    log_in_and_wait(phone_page, business)
+    phone_page.get_by_role("link", name="Maria Garcia").click()
+    assert phone_page.locator("ol.timeline").is_visible()
+    assert horizontal_overflow(phone_page) <= 0
+
+
+def test_the_skip_link_is_the_first_stop_and_visibly_focused(page, business):
+    log_in_and_wait(page, business)
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => [document.activeElement.textContent.trim(),"
+        " getComputedStyle(document.activeElement).outlineStyle]"
+    )
+    assert focused == ["Skip to main content", "solid"]
