@@ -73,8 +73,8 @@ def seed(tree: Tree) -> None:
         "create_business",
         "--email",
         OWNER_EMAIL,
-        "--password",
-        secrets.token_urlsafe(20),
+        # One argument: a generated password may start with "-".
+        f"--password={secrets.token_urlsafe(20)}",
         "--business-name",
         "Bench Co",
     )
