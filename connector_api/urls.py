@@ -1,6 +1,6 @@
 """Connector API under /api/<platform>/ (views are added by their modules).
 
-Paths have no trailing slash, exactly as the interface spec writes them: a slash-append
+Paths have no trailing slash, exactly as docs/api.md writes them: a slash-append
 redirect would break Zapier, which refuses redirects to loopback hosts.
 """
 

@@ -63,7 +63,8 @@ class OAuth2Validator(DOTOAuth2Validator):
     # --- PKCE ------------------------------------------------------------------------------------
 
     def is_pkce_required(self, client_id, request):
-        """PKCE is optional (spec §5), except for clients listed in OAUTH_PKCE_REQUIRED_CLIENTS.
+        """PKCE is optional (docs/oauth.md), except for clients listed in
+        OAUTH_PKCE_REQUIRED_CLIENTS.
 
         Whether or not it is required, only S256 is accepted (COMPLIANT_BCP_RFC9700_PKCE_METHOD).
         """
