@@ -99,3 +99,18 @@ def _own_rate_limit_buckets(settings):
     import uuid
 
     settings.RATE_LIMIT_KEY_PREFIX = f"rr:rl:test:{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def browser(owner) -> Client:
+    """A Django test client logged in as ``owner`` through the real session."""
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def other_browser(other_owner) -> Client:
+    client = Client()
+    client.force_login(other_owner)
+    return client

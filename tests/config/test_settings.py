@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.core.cache.backends.filebased import FileBasedCache
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, django
