@@ -74,6 +74,8 @@ def _contact_matches(word: str) -> Q:
         | Q(contact__last_name__icontains=word)
         | Q(contact__company_name__icontains=word)
         | Q(contact__email_normalized__contains=word.lower())
+        # The key holds an internationalised domain in ASCII (xn--): the address as typed.
+        | Q(contact__email__icontains=word)
     )
 
 
