@@ -228,8 +228,8 @@ def clean_name(value: Any, max_length: int) -> str:
 
     Control, format and private-use characters are removed (whitespace among them, such as a
     tab or a newline, counts as a space); runs of whitespace become one space; compatibility
-    forms become their plain letters (NFKC: full-width Latin letters are plain ones). A name that
-    is empty afterwards means "not given" (``""``), as a blank one does. Idempotent.
+    forms become their plain letters (NFKC: full-width Latin letters are plain ones). A name
+    that is empty afterwards means "not given" (``""``), as a blank one does. Idempotent.
     """
     if value is None:
         return ""
@@ -275,21 +275,8 @@ def normalize_email(value: Any) -> tuple[str, str]:
         raise ValidationError("Is not a valid e-mail address.", code="invalid")
     _, domain, a_label = _email_parts(address)
     host = a_label if a_label is not None else domain.lower()
-    if host.startswith("[") or _is_ip_address(host):
-        raise ValidationError(
-            "Must have a domain name, not an IP address (e.g. jane@example.com).",
-            code="ip_domain",
-        )
-    if (
-        "@" in address
-        and host
-        and (host == "localhost" or host.endswith(".localhost") or "." not in host)
-    ):
-        raise ValidationError(
-            "Must have a public domain with a dot, such as example.com "
-            "(not localhost or a local network name).",
-            code="private_domain",
-        )
+    if "@" in address and host:
+        _check_public_domain(host)
     _email_validator(address)
     if a_label is None:
         raise ValidationError(
@@ -340,12 +327,25 @@ def _email_parts(address: str) -> tuple[str, str, str | None]:
     return local, domain, ".".join(labels)
 
 
-def _is_ip_address(domain: str) -> bool:
+def _check_public_domain(host: str) -> None:
+    """Refuse a domain that no mailbox on the internet has: an IP address (``[127.0.0.1]``,
+    ``192.168.0.10``), ``localhost`` or a name under it, a name without a dot."""
     try:
-        ipaddress.ip_address(domain)
+        ipaddress.ip_address(host)
+        is_ip = True
     except ValueError:
-        return False
-    return True
+        is_ip = host.startswith("[")
+    if is_ip:
+        raise ValidationError(
+            "Must have a domain name, not an IP address (e.g. jane@example.com).",
+            code="ip_domain",
+        )
+    if host == "localhost" or host.endswith(".localhost") or "." not in host:
+        raise ValidationError(
+            "Must have a public domain with a dot, such as example.com "
+            "(not localhost or a local network name).",
+            code="private_domain",
+        )
 
 
 _LEADING_00 = re.compile(r"^\s*00\s*")
