@@ -38,6 +38,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template import loader
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from kombu.exceptions import OperationalError as BrokerOperationalError
 from rest_framework import exceptions
 
@@ -238,8 +239,9 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return defaults.server_error(request)
 
 
+@csrf_exempt  # a 404 for every method: nothing here reads a session or changes anything
 def api_not_found(request: HttpRequest, *args, **kwargs) -> HttpResponse:
     """The last ``/api/`` route: any path no endpoint matches (``/api/zapier/nope``,
-    ``/api/unknown-platform/me``) is a JSON 404, with ``DEBUG`` on or off,
+    ``/api/unknown-platform/me``) is a JSON 404 for every method, with ``DEBUG`` on or off,
     counted like any other request by the rate limiter."""
     return status_error_response(request, 404)
