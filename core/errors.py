@@ -69,6 +69,8 @@ def error_body(error: str, description: str, **extra: object) -> dict[str, objec
     return {"error": error, "error_description": description, **extra}
 
 
+# A body over DATA_UPLOAD_MAX_MEMORY_SIZE (core.wsgi answers it for chunked bodies).
+REQUEST_TOO_LARGE = ("request_too_large", "The request body is larger than 1 MB.")
 # Status -> (error code, description) for errors that carry no message of their own.
 _STATUS_ERRORS: dict[int, tuple[str, str]] = {
     400: ("invalid_request", "The request could not be understood."),
@@ -77,7 +79,7 @@ _STATUS_ERRORS: dict[int, tuple[str, str]] = {
     404: ("not_found", "There is nothing at this address."),
     405: ("method_not_allowed", "This method is not allowed here."),
     406: ("not_acceptable", "This endpoint answers application/json only."),
-    413: ("request_too_large", "The request body is larger than 1 MB."),
+    413: REQUEST_TOO_LARGE,
     415: ("unsupported_media_type", "This endpoint does not accept that content type."),
     429: ("rate_limit_exceeded", "Too many requests."),
     500: ("server_error", "An unexpected error occurred; it was logged under the request id."),
