@@ -8,7 +8,9 @@ gunicorn decodes the chunks and says that ``wsgi.input`` ends where the body end
 header it reads nothing: a valid JSON contact became 400 "give an e-mail or phone", a 10 MB body
 a 400 instead of a 413. Like a buffering proxy, this reads such a body into memory, up to
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (the API's 1 MB body limit), and hands it to Django with its
-``CONTENT_LENGTH``; Django then sees exactly what a client sending ``Content-Length`` gets.
+``CONTENT_LENGTH``; Django then sees exactly what a client sending ``Content-Length`` gets. The
+limit holds for file uploads too (browsers never chunk; a client uploading more sends a
+``Content-Length``).
 
 A longer body is answered here, before Django: 413 ``request_too_large`` (the API's JSON error
 under ``/api/``, plain text elsewhere). The rest of the body is read and thrown away first, up to
@@ -78,6 +80,7 @@ class ChunkedRequestBody:
             return self._too_large(environ, start_response, limit)
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
+        del environ["HTTP_TRANSFER_ENCODING"]  # the body is no longer chunked
         return self.application(environ, start_response)
 
     @staticmethod
