@@ -157,8 +157,6 @@ def service_unavailable(request: HttpRequest, exc: BaseException) -> HttpRespons
 
 def exception_response(request: HttpRequest, exc: BaseException) -> JsonResponse:
     """The JSON answer to an exception that escaped a view (or a handler got)."""
-    if isinstance(exc, UNAVAILABLE_ERRORS):
-        return service_unavailable(request, exc)
     if isinstance(exc, Http404):
         return status_error_response(request, 404)
     if isinstance(exc, DjangoPermissionDenied):
