@@ -1,0 +1,14 @@
+"""Celery tasks of the events app: adapters over ``events.services``."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import services
+
+
+@shared_task(name="events.tasks.deliver_webhooks", acks_late=True)
+def deliver_webhooks() -> None:
+    """Kicked when an event commits, and by beat every minute (the safety net). Idempotent:
+    rows are claimed one by one with a lease, so any number may run at once."""
+    services.webhooks_deliver_due()
