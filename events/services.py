@@ -318,7 +318,7 @@ def _failed(delivery: WebhookDelivery, subscription: WebhookSubscription, *, now
     if subscription.disabled_at is None and now - subscription.failing_since >= disable_after:
         subscription.disabled_at = now
         subscription.disabled_reason = (
-            f"No successful delivery for {settings.WEBHOOK_DISABLE_AFTER_DAYS} days; last "
+            f"No successful delivery for {settings.WEBHOOK_DISABLE_AFTER_DAYS:g} days; last "
             f"error: {delivery.last_error}"
         )[:255]
         subscription.save(update_fields=["disabled_at", "disabled_reason"])

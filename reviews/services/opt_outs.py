@@ -61,8 +61,9 @@ def contacts_opt_out(
             if changed:
                 contact.save(update_fields=changed)
                 newly += 1
-                contact_opted_out_record(contact=contact, channel=channel, source=source, at=at)
             _stop_requests(contact, at=at)
+            if changed:  # reported with the requests it stopped
+                contact_opted_out_record(contact=contact, channel=channel, source=source, at=at)
     if newly:
         logger.info(
             "contacts opted out", extra={"channel": channel, "source": source, "count": newly}
