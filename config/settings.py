@@ -408,6 +408,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "Contacts", "description": "Add contacts; each gets at most one review request."},
         {"name": "Connection", "description": "Who the token acts for, and whether it works."},
         {"name": "OAuth", "description": "Tokens: exchange, refresh, revoke, disconnect."},
+        {"name": "Hooks", "description": "Subscribe URLs to events (docs/events.md)."},
     ],
 }
 

@@ -114,7 +114,12 @@ def webhooks_kick() -> None:
 
 
 class SubscriptionRefused(ValueError):
-    """The subscription cannot be made; the message says why."""
+    """The subscription cannot be made; the message says why, ``field`` which input (``event``,
+    ``target_url``; empty for a limit of the account)."""
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def webhook_subscription_create(*, owner: Any, event: str, target_url: str) -> WebhookSubscription:
@@ -122,11 +127,11 @@ def webhook_subscription_create(*, owner: Any, event: str, target_url: str) -> W
     resolved addresses) first. Raises ``SubscriptionRefused``. The secret is on the returned
     row; it is shown to the caller once."""
     if event not in EventType.values:
-        raise SubscriptionRefused(f"event must be one of: {', '.join(EventType.values)}.")
+        raise SubscriptionRefused(f"Must be one of: {', '.join(EventType.values)}.", field="event")
     try:
         target_url_check(target_url)
     except UnsafeTarget as exc:
-        raise SubscriptionRefused(str(exc)) from None
+        raise SubscriptionRefused(str(exc), field="target_url") from None
     with transaction.atomic():
         if WebhookSubscription.objects.filter(owner=owner).count() >= MAX_SUBSCRIPTIONS_PER_OWNER:
             raise SubscriptionRefused(
