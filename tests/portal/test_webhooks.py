@@ -1,0 +1,55 @@
+"""The Webhooks page: the owner's subscriptions (active or disabled) and recent deliveries."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from events.models import EventType, WebhookDelivery, WebhookSubscription
+from events.services import event_record, webhook_subscription_create
+
+pytestmark = pytest.mark.django_db
+
+URL = "/portal/webhooks/"
+TARGET = "https://93.184.216.34/hooks/catch"  # never called here
+
+
+def test_subscriptions_and_deliveries_of_the_owner_only(browser, owner, other_owner):
+    active = webhook_subscription_create(
+        owner=owner, event=EventType.REVIEW_REQUEST_CLICKED, target_url=TARGET + "/a"
+    )
+    disabled = webhook_subscription_create(
+        owner=owner, event=EventType.CONTACT_OPTED_OUT, target_url=TARGET + "/b"
+    )
+    WebhookSubscription.objects.filter(pk=disabled.pk).update(
+        disabled_at=timezone.now(), disabled_reason="No successful delivery for 3 days"
+    )
+    webhook_subscription_create(
+        owner=other_owner, event=EventType.REVIEW_REQUEST_CLICKED, target_url=TARGET + "/theirs"
+    )
+    with transaction.atomic():
+        event_record(owner_id=owner.pk, type=EventType.REVIEW_REQUEST_CLICKED, data={})
+    WebhookDelivery.objects.update(attempts=2, last_error="HTTP 500: oops", last_status_code=500)
+
+    response = browser.get(URL)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'aria-current="page">Webhooks</a>' in html
+    assert "Review link clicked" in html and TARGET + "/a" in html
+    assert '<span class="badge active">Active</span>' in html
+    assert '<span class="badge disabled">Disabled</span>' in html
+    assert "No successful delivery for 3 days" in html
+    assert "HTTP 500: oops" in html and "review_request.clicked" in html
+    assert "/theirs" not in html
+    assert active.secret not in html
+
+
+def test_an_owner_without_hooks_is_told_how_they_come(browser):
+    html = browser.get(URL).content.decode()
+    assert "No app has subscribed to events yet." in html and "Nothing sent yet." in html
+
+
+def test_the_page_needs_a_login(client):
+    response = client.get(URL)
+    assert response.status_code == 302 and "/login" in response["Location"]
