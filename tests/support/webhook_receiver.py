@@ -33,7 +33,8 @@ class Received:
 class WebhookReceiver:
     def __init__(self) -> None:
         self.port = free_port()
-        self.calls: list[Received] = []
+        self.calls: list[Received] = []  # answered calls
+        self.arrivals = 0  # calls read, answered or not yet (a hanging answer)
         self.statuses: deque[int] = deque()
         self.location = ""  # the Location of a scripted 3xx
         self.hang_seconds = 0.0
@@ -59,6 +60,8 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
+                with receiver._lock:
+                    receiver.arrivals += 1
                 if receiver.hang_seconds:
                     time.sleep(receiver.hang_seconds)
                 with receiver._lock:
