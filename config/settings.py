@@ -522,6 +522,8 @@ WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=7200.
 WEBHOOK_RETRY_HOURS = env.float("WEBHOOK_RETRY_HOURS", default=26.0)
 # A subscription with no successful delivery for this many days (while failing) is disabled.
 WEBHOOK_DISABLE_AFTER_DAYS = env.float("WEBHOOK_DISABLE_AFTER_DAYS", default=3.0)
+# Events and their delivery records are kept this long (the portal's recent deliveries).
+WEBHOOK_EVENT_RETENTION_DAYS = env.int("WEBHOOK_EVENT_RETENTION_DAYS", default=30)
 
 # --- Periodic tasks: the whole beat schedule -----------------------------------------------------
 # Schedules in seconds. Beat (DatabaseScheduler) writes these entries into django_celery_beat's
@@ -562,6 +564,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 60},
     },
+    # Events and deliveries older than WEBHOOK_EVENT_RETENTION_DAYS, daily.
+    "purge-events": {"task": "events.tasks.purge_events", "schedule": 86400.0},
 }
 
 # Celery's INFO lines about each run of a periodic task that runs more often than once a minute

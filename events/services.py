@@ -167,6 +167,20 @@ def webhook_deliveries_redeliver(*, delivery_ids: list[Any]) -> int:
     return count
 
 
+def events_purge(*, now: datetime | None = None) -> int:
+    """Delete events older than ``WEBHOOK_EVENT_RETENTION_DAYS`` with their deliveries, except
+    those still being retried (daily, from beat). Returns how many events went."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.WEBHOOK_EVENT_RETENTION_DAYS)
+    pending = WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING)
+    _, per_model = (
+        Event.objects.filter(occurred_at__lt=cutoff)
+        .exclude(pk__in=pending.values("event_id"))
+        .delete()
+    )
+    return per_model.get("events.Event", 0)
+
+
 # --- Delivery -------------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
-from events.services import event_record, retry_delay, webhooks_deliver_due
+from events.services import event_record, events_purge, retry_delay, webhooks_deliver_due
 from tests.events.conftest import subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
@@ -195,3 +195,17 @@ def test_a_private_target_is_refused_at_send_time(owner, receiver, settings):
     assert webhooks_deliver_due().retried == 1
     assert receiver.received() == []
     assert delivery().last_error == "not sent: target_url must be an https:// URL."
+
+
+def test_old_events_are_purged_unless_still_being_retried(owner, receiver):
+    subscribe(owner, CLICKED, receiver.url)
+    done, retrying, recent = record(owner, 3)
+    webhooks_deliver_due()
+    WebhookDelivery.objects.filter(event=retrying).update(
+        status="pending", next_attempt_at=timezone.now() + timedelta(minutes=5)
+    )
+    old = timezone.now() - timedelta(days=31)
+    Event.objects.filter(pk__in=[done.pk, retrying.pk]).update(occurred_at=old)
+    assert events_purge() == 1
+    assert set(Event.objects.values_list("pk", flat=True)) == {retrying.pk, recent.pk}
+    assert WebhookDelivery.objects.count() == 2
