@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 import requests
 from celery import current_app
+from django.core.cache import cache
 from django.db import transaction
+from twilio.request_validator import RequestValidator
 
 from events.models import EventType, WebhookDelivery
 from events.services import DELIVER_TASK, event_record, webhook_subscription_create
-from reviews.models import BusinessSettings
+from reviews.models import BusinessSettings, Message, ReviewRequest
+from reviews.services.engagement import ip_hash
 from tests.factories import ReviewSiteFactory, UserFactory
 from tests.reviews.test_faults import worker_processes
 from tests.support.oauth import issue_tokens
@@ -137,3 +140,144 @@ def test_a_worker_killed_mid_delivery_loses_nothing(tmp_path, receiver, settings
     delivery = WebhookDelivery.objects.get()
     assert delivery.attempts == 2  # at least once: the receiver dedupes by webhook-id
     assert {c.headers["webhook-id"] for c in receiver.received()} == {str(event.id)}
+
+
+def test_each_outcome_reaches_the_receiver_signed(tmp_path, receiver, settings):
+    """The acceptance run: a completion, a click, private feedback, an opt-out by the e-mail
+    link and one by SMS STOP, and a failure reported by the provider, each through the real web
+    process, recorded there and delivered by the real worker, with a valid signature."""
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # subscribing here, to the loopback receiver
+    single_step = UserFactory(business_name="Acme Plumbing")  # its requests complete when sent
+    BusinessSettings.objects.create(
+        owner=single_step,
+        send_window_applies_to=BusinessSettings.WindowAppliesTo.NONE,
+        follow_up_offsets_hours=[],
+    )
+    ReviewSiteFactory(owner=single_step, label="Google", url="https://g.page/r/acme/review")
+    by_sms = UserFactory(business_name="Bolt Electric")  # follow-ups: a failure ends it
+    BusinessSettings.objects.create(
+        owner=by_sms, send_window_applies_to=BusinessSettings.WindowAppliesTo.NONE
+    )
+    base = f"http://127.0.0.1:{receiver.port}"
+    secrets = {}
+    for owner, types in {
+        single_step: [
+            EventType.REVIEW_REQUEST_COMPLETED,
+            EventType.REVIEW_REQUEST_CLICKED,
+            EventType.FEEDBACK_RECEIVED,
+            EventType.CONTACT_OPTED_OUT,
+        ],
+        by_sms: [EventType.CONTACT_OPTED_OUT, EventType.REVIEW_REQUEST_FAILED],
+    }.items():
+        for type in types:
+            path = f"/{owner.business_name.split()[0].lower()}/{type}"
+            secrets[path] = webhook_subscription_create(
+                owner=owner, event=type, target_url=base + path
+            ).secret
+    token = "twilio-auth-token"
+    env = {**ENV, "TWILIO_AUTH_TOKEN": token}  # verifies Twilio's webhooks; SMS go to files
+    with ServiceProcesses(tmp_path, ["web", "worker", "beat"], env=env) as svc:
+        svc.wait_for(lambda: requests.get(f"{svc.base_url}/healthz", timeout=2).ok, what="web")
+        requests_by_name = {}
+        for owner, name, contact in [
+            (single_step, "jane", {"email": "jane@example.com"}),
+            (single_step, "bob", {"email": "bob@example.com"}),
+            (by_sms, "sam", {"mobile_phone_number": "+14155552671"}),
+            (by_sms, "tom", {"mobile_phone_number": "+14155552672"}),
+        ]:
+            access, _ = issue_tokens(owner)
+            added = requests.post(
+                f"{svc.base_url}/api/zapier/send-review-request",
+                json={"first_name": name.title(), **contact},
+                headers={"Authorization": f"Bearer {access}"},
+                timeout=10,
+            )
+            assert added.status_code == 201, added.text
+            requests_by_name[name] = added.json()["id"]
+        svc.wait_for(
+            lambda: all(
+                Message.objects.filter(review_request_id=i, step=0, status="sent").exists()
+                for i in requests_by_name.values()
+            ),
+            timeout=60,
+            what="every first message sent",
+        )
+        time.sleep(1.5)  # a fetch within a second of the send is a scanner's, not a click
+        jane = ReviewRequest.objects.get(pk=requests_by_name["jane"])
+        browser = requests.Session()
+        page = browser.get(f"{svc.base_url}/r/{jane.token}/", timeout=10).text
+        go = re.search(r'href="(/r/[^"]+/go/[^"]+/)"', page).group(1)
+        assert (
+            browser.get(
+                svc.base_url + go, headers={"User-Agent": HUMAN}, allow_redirects=False, timeout=10
+            ).status_code
+            == 302
+        )
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        cache.delete(f"reviews:feedback:{ip_hash('127.0.0.1')}")  # earlier tests' feedback
+        assert (
+            browser.post(
+                f"{svc.base_url}/r/{jane.token}/feedback/",
+                data={"csrfmiddlewaretoken": csrf, "text": "The tap still drips."},
+                allow_redirects=False,
+                timeout=10,
+            ).status_code
+            == 302
+        )
+        bob = ReviewRequest.objects.get(pk=requests_by_name["bob"])
+        assert requests.post(
+            f"{svc.base_url}/unsubscribe/{bob.token}/",
+            data={"List-Unsubscribe": "One-Click"},
+            timeout=10,
+        ).ok
+
+        def twilio(path: str, params: dict[str, str]) -> None:
+            url = svc.base_url + path
+            signature = RequestValidator(token).compute_signature(url, params)
+            answer = requests.post(
+                url, data=params, headers={"X-Twilio-Signature": signature}, timeout=10
+            )
+            assert answer.status_code == 200, answer.text
+
+        twilio(
+            "/webhooks/twilio/inbound/",
+            {"From": "+14155552671", "Body": "STOP", "MessageSid": "SM" + "1" * 32},
+        )
+        tom = Message.objects.get(review_request_id=requests_by_name["tom"], step=0)
+        twilio(
+            f"/webhooks/twilio/status/{tom.pk}/",
+            {
+                "MessageSid": tom.provider_message_id,
+                "MessageStatus": "undelivered",
+                "ErrorCode": "30003",
+            },
+        )
+        expected = {
+            ("/acme/review_request.completed", requests_by_name["jane"]),
+            ("/acme/review_request.completed", requests_by_name["bob"]),
+            ("/acme/review_request.clicked", requests_by_name["jane"]),
+            ("/acme/feedback.received", requests_by_name["jane"]),
+            ("/acme/contact.opted_out", requests_by_name["bob"]),
+            ("/bolt/contact.opted_out", requests_by_name["sam"]),
+            ("/bolt/review_request.failed", requests_by_name["tom"]),
+        }
+        svc.wait_for(
+            lambda: {(c.path, c.json["data"]["id"]) for c in receiver.received()} >= expected,
+            timeout=60,
+            what="every event at the receiver",
+        )
+    calls = receiver.received()
+    for call in calls:
+        assert signature_valid(secrets[call.path], call.headers, call.body), call.path
+        assert call.json["type"] == call.path.split("/")[2]
+    by_path = {(c.path, c.json["data"]["id"]): c.json["data"] for c in calls}
+    assert (
+        by_path[("/acme/feedback.received", requests_by_name["jane"])]["feedback"]["text"]
+        == "The tap still drips."
+    )
+    assert by_path[("/acme/contact.opted_out", requests_by_name["bob"])]["how"] == (
+        "email_unsubscribe"
+    )
+    sam = by_path[("/bolt/contact.opted_out", requests_by_name["sam"])]
+    assert (sam["how"], sam["channel"], sam["status"]) == ("sms_reply", "sms", "opted_out")
+    assert by_path[("/bolt/review_request.failed", requests_by_name["tom"])]["status"] == "failed"
