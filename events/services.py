@@ -200,6 +200,7 @@ class DeliveryReport:
     retried: int = 0
     failed: int = 0
     removed: int = 0
+    skipped: int = 0  # the outcome came too late: redelivered by staff or unsubscribed meanwhile
 
 
 def webhooks_deliver_due(*, time_budget: float = 40.0, limit: int = 500) -> DeliveryReport:
@@ -222,28 +223,31 @@ def webhooks_deliver_due(*, time_budget: float = 40.0, limit: int = 500) -> Deli
 
 
 def _claim_next() -> tuple[WebhookDelivery, int] | None:
-    now = timezone.now()
-    with transaction.atomic():
-        delivery = (
-            WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("event", "subscription")
-            .filter(status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now)
-            .order_by("next_attempt_at")
-            .first()
-        )
-        if delivery is None:
-            return None
-        attempt = delivery.attempts + 1
-        claimed = WebhookDelivery.objects.filter(
-            pk=delivery.pk, status=WebhookDelivery.Status.PENDING, attempts=delivery.attempts
-        ).update(
-            attempts=attempt,
-            last_attempt_at=now,
-            next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS),
-        )
-    if not claimed:
-        return _claim_next()  # taken by another worker in between (SQLite): the next one
-    return delivery, attempt
+    """The oldest due row, claimed: its attempt number counted and its lease taken, committed
+    before the call. SKIP LOCKED on PostgreSQL; on SQLite (no row locks) the conditional
+    UPDATE decides between two workers, and the loser tries the next row."""
+    while True:
+        now = timezone.now()
+        with transaction.atomic():
+            delivery = (
+                WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("event", "subscription")
+                .filter(status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now)
+                .order_by("next_attempt_at")
+                .first()
+            )
+            if delivery is None:
+                return None
+            attempt = delivery.attempts + 1
+            claimed = WebhookDelivery.objects.filter(
+                pk=delivery.pk, status=WebhookDelivery.Status.PENDING, attempts=delivery.attempts
+            ).update(
+                attempts=attempt,
+                last_attempt_at=now,
+                next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_LEASE_SECONDS),
+            )
+        if claimed:
+            return delivery, attempt
 
 
 def _call(delivery: WebhookDelivery) -> CallOutcome:
@@ -305,7 +309,7 @@ def _record(*, delivery_id: int, attempt: int, outcome: CallOutcome) -> str:
             .first()
         )
         if delivery is None:
-            return "retried"  # redelivered by staff, or the subscription is gone
+            return "skipped"  # redelivered by staff, or the subscription is gone
         subscription = delivery.subscription
         delivery.last_status_code = outcome.status_code
         delivery.last_error = outcome.error[:2000]

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from core.times import iso_utc
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
+from events.services import event_record
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
 from reviews.services import (
     click_record,
@@ -214,3 +215,10 @@ def test_one_event_goes_to_every_subscription_of_its_type(business):
         first.pk,
         second.pk,
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_outside_a_transaction_is_refused(owner):
+    """The outbox rule: an event is written with its change, or not at all."""
+    with pytest.raises(RuntimeError, match="in the transaction of the change"):
+        event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={})
