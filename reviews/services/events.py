@@ -15,7 +15,7 @@ from core.times import iso_utc
 from events.models import EventType
 from events.services import event_record
 
-from ..models import Channel, Click, Contact, Feedback, Message, ReviewRequest
+from ..models import Click, Contact, Feedback, Message, ReviewRequest
 from ..representations import review_request_object
 from ..selectors import review_request_latest
 
@@ -103,4 +103,4 @@ def _request_data(request: ReviewRequest) -> dict[str, Any]:
         .values_list("channel", flat=True)
         .first()
     )
-    return {**review_request_object(request), "channel": Channel(latest).value if latest else None}
+    return {**review_request_object(request), "channel": latest}
