@@ -27,4 +27,5 @@ urlpatterns = [
     path("apps/", apps.index, name="apps"),
     path("apps/<uuid:pk>/disconnect/", apps.disconnect, name="app-disconnect"),
     path("webhooks/", webhooks.index, name="webhooks"),
+    path("webhooks/<uuid:pk>/remove/", webhooks.remove, name="webhook-remove"),
 ]

@@ -53,3 +53,28 @@ def test_an_owner_without_hooks_is_told_how_they_come(browser):
 def test_the_page_needs_a_login(client):
     response = client.get(URL)
     assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_remove_asks_first_then_deletes_the_subscription(browser, owner):
+    hook = webhook_subscription_create(
+        owner=owner, event=EventType.FEEDBACK_RECEIVED, target_url=TARGET
+    )
+    url = f"/portal/webhooks/{hook.pk}/remove/"
+    assert f'href="{url}"' in browser.get(URL).content.decode()
+    page = browser.get(url)
+    assert page.status_code == 200 and b"Remove this webhook?" in page.content
+    assert WebhookSubscription.objects.filter(pk=hook.pk).exists()
+    response = browser.post(url, follow=True)
+    assert response.redirect_chain[-1][0] == URL
+    assert "nothing more is sent to" in response.content.decode()
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_another_owners_subscription_cannot_be_removed(other_browser, owner):
+    hook = webhook_subscription_create(
+        owner=owner, event=EventType.FEEDBACK_RECEIVED, target_url=TARGET
+    )
+    url = f"/portal/webhooks/{hook.pk}/remove/"
+    assert other_browser.get(url).status_code == 404
+    assert other_browser.post(url).status_code == 404
+    assert WebhookSubscription.objects.filter(pk=hook.pk).exists()
