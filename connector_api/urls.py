@@ -7,6 +7,7 @@ redirect would break Zapier, which refuses redirects to loopback hosts.
 from django.urls import path
 
 from connector_api.apis.connection import MeApi, StatusApi
+from connector_api.apis.hooks import HookApi, HooksApi
 from connector_api.apis.review_requests import SendReviewRequestApi, SendReviewRequestFieldsApi
 
 app_name = "connector_api"
@@ -14,6 +15,8 @@ app_name = "connector_api"
 urlpatterns: list = [
     path("me", MeApi.as_view(), name="me"),
     path("status", StatusApi.as_view(), name="status"),
+    path("hooks", HooksApi.as_view(), name="hooks"),
+    path("hooks/<str:hook_id>", HookApi.as_view(), name="hook"),
     path("send-review-request", SendReviewRequestApi.as_view(), name="send-review-request"),
     path(
         "send-review-request/fields",

@@ -8,7 +8,6 @@ cannot drift apart. The rules (normalisation, dedup, cooldown, channels, quiet h
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -31,6 +30,7 @@ from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
+from reviews.representations import review_request_object
 from reviews.services import ContactAddResult, contact_add
 
 ENDPOINT = "send-review-request"
@@ -134,22 +134,11 @@ class SendReviewRequestApi(RateLimitedView, APIView):
 
 
 def review_request_body(result: ContactAddResult) -> dict[str, Any]:
-    """The review-request fields the API contract names (docs/api.md), and nothing else."""
-    contact, request = result.contact, result.review_request
-    return {
-        "id": str(request.id),
-        "contact_id": str(contact.id),
-        "contact_name": contact.full_name,
-        "contact_email": contact.email or None,
-        "contact_phone": contact.phone or None,
-        "scheduled_for": iso_utc(request.scheduled_for),
-        "status": str(request.status),
-        "message": result.message,
-    }
-
-
-def iso_utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """The contract's review-request object (``reviews.representations``) with the answer's
+    own ``message``."""
+    return review_request_object(
+        result.review_request, contact=result.contact, message=result.message
+    )
 
 
 class SendReviewRequestFieldsApi(RateLimitedView, APIView):
