@@ -59,45 +59,53 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID] | None:
         return None
 
 
-def keyset_page(queryset: QuerySet, *, size: int, after: str = "", before: str = "") -> KeysetPage:
-    """The page of ``queryset`` (newest first by ``created_at``, then primary key) just older
-    than the ``after`` cursor, just newer than ``before``, or the newest page. An invalid
-    cursor, or a ``before`` page that reaches the newest row, gives the newest page.
+def keyset_slice(queryset: QuerySet, *, size: int, after: str = "", before: str = ""):
+    """The query of one keyset page: ``size + 1`` rows of ``queryset`` just older than the
+    ``after`` cursor (newest first), just newer than ``before`` (oldest first), or the newest
+    (``after`` and ``before`` empty or invalid). The extra row says whether there are more.
 
     The range conditions repeat ``created_at <=`` / ``>=`` beside the tie-breaking OR so the
     database starts an index on ``(..., created_at, pk)`` at the cursor instead of filtering
     from the top; rows with equal ``created_at`` are ordered by primary key, so every row is
     on exactly one page.
     """
-    newest_first = queryset.order_by("-created_at", "-pk")
     if position := decode_cursor(after) if after else None:
         at, pk = position
-        rows = list(
-            newest_first.filter(created_at__lte=at).filter(Q(created_at__lt=at) | Q(pk__lt=pk))[
-                : size + 1
-            ]
-        )
-        more = len(rows) > size
-        rows = rows[:size]
-        return KeysetPage(
-            rows,
-            newer=encode_cursor(rows[0]) if rows else after,
-            older=encode_cursor(rows[-1]) if more else "",
+        older = Q(created_at__lt=at) | Q(pk__lt=pk)
+        return (
+            queryset.filter(created_at__lte=at)
+            .filter(older)
+            .order_by("-created_at", "-pk")[: size + 1]
         )
     if position := decode_cursor(before) if before else None:
         at, pk = position
-        rows = list(
-            queryset.order_by("created_at", "pk")
-            .filter(created_at__gte=at)
-            .filter(Q(created_at__gt=at) | Q(pk__gt=pk))[: size + 1]
+        newer = Q(created_at__gt=at) | Q(pk__gt=pk)
+        return (
+            queryset.filter(created_at__gte=at)
+            .filter(newer)
+            .order_by("created_at", "pk")[: size + 1]
         )
+    return queryset.order_by("-created_at", "-pk")[: size + 1]
+
+
+def keyset_page(queryset: QuerySet, *, size: int, after: str = "", before: str = "") -> KeysetPage:
+    """The page of ``queryset`` (newest first by ``created_at``, then primary key) just older
+    than the ``after`` cursor, just newer than ``before``, or the newest page. An invalid
+    cursor, or a ``before`` page that reaches the newest row, gives the newest page."""
+    if after and decode_cursor(after):
+        rows = list(keyset_slice(queryset, size=size, after=after))
+        return KeysetPage(
+            rows[:size],
+            newer=encode_cursor(rows[0]) if rows else after,
+            older=encode_cursor(rows[size - 1]) if len(rows) > size else "",
+        )
+    if before and decode_cursor(before):
+        rows = list(keyset_slice(queryset, size=size, before=before))
         if len(rows) > size:
             rows = rows[:size][::-1]
             return KeysetPage(rows, newer=encode_cursor(rows[0]), older=encode_cursor(rows[-1]))
-    rows = list(newest_first[: size + 1])
-    more = len(rows) > size
-    rows = rows[:size]
-    return KeysetPage(rows, older=encode_cursor(rows[-1]) if more else "")
+    rows = list(keyset_slice(queryset, size=size))
+    return KeysetPage(rows[:size], older=encode_cursor(rows[size - 1]) if len(rows) > size else "")
 
 
 def capped_count(queryset: QuerySet, *, cap: int) -> tuple[int, bool]:
