@@ -125,7 +125,7 @@ def planner_estimate(queryset: QuerySet) -> int | None:
     statistics ``ANALYZE`` keeps: no row is read); ``None`` on other databases."""
     if connections[queryset.db].vendor != "postgresql":
         return None
-    plan = json.loads(queryset.order_by().explain(format="json"))
+    plan = json.loads(queryset.order_by().values("pk").explain(format="json"))
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
