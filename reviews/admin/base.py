@@ -63,12 +63,12 @@ class BigTableAdmin(ReadOnlyAdmin):
         return queryset.filter(self.search_condition(search)), False
 
 
-def contact_or_id_search(search: str, *, prefix: str, id_field: str = "pk") -> Q:
+def contact_or_id_search(search: str, *, prefix: str) -> Q:
     """A search of rows that belong to a contact: an id (the row's, exact), else the
     contact's e-mail, phone or names (``reviews.selectors.contact_search``; no region: a
     national number is searched by its digits, as staff serve every business)."""
     if is_uuid(search):
-        return Q(**{id_field: search})
+        return Q(pk=search)
     return selectors.contact_search(search=search, prefix=prefix)
 
 
