@@ -118,6 +118,9 @@ def capped_count(queryset: QuerySet, *, cap: int) -> tuple[int, bool]:
 # --- The admin's paginator ------------------------------------------------------------------------
 
 EXACT_COUNT_CAP = 10_000
+# Pages offered when the count is an estimate: deeper pages would make the database skip
+# (OFFSET) ever more rows; past them, a filter or a search narrows the list instead.
+MAX_ESTIMATED_PAGES = 100
 
 
 def planner_estimate(queryset: QuerySet) -> int | None:
@@ -132,8 +135,9 @@ def planner_estimate(queryset: QuerySet) -> int | None:
 class EstimatedCountPaginator(Paginator):
     """Counts exactly up to ``EXACT_COUNT_CAP`` rows (a filtered or searched list, a small
     table: the number shown is right); past that, takes the planner's estimate instead of
-    counting millions of rows for one number (``count_is_estimate`` says so). Use with
-    ``show_full_result_count = False``, which drops the admin's second, unfiltered COUNT."""
+    counting millions of rows for one number (``count_is_estimate`` says so), and offers at
+    most ``MAX_ESTIMATED_PAGES`` pages of it. Use with ``show_full_result_count = False``,
+    which drops the admin's second, unfiltered COUNT."""
 
     count_is_estimate = False
 
@@ -147,3 +151,8 @@ class EstimatedCountPaginator(Paginator):
             return self.object_list.count()
         self.count_is_estimate = True
         return max(estimate, exact)
+
+    @property
+    def num_pages(self) -> int:
+        pages = super().num_pages
+        return min(pages, MAX_ESTIMATED_PAGES) if self.count_is_estimate else pages

@@ -10,6 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core import pagination
+from reviews.admin.requests import ReviewRequestAdmin
 from reviews.models import Message
 from tests.factories import UserFactory
 from tests.support.portal_data import add_request, send_first
@@ -99,6 +100,12 @@ def test_a_count_past_the_cap_is_the_planners_estimate(staff, people, monkeypatc
     if connection.vendor == "postgresql":
         assert paginator.count_is_estimate
         assert f"about {paginator.count} review requests" in page.content.decode()
+        # Pages of an estimate stop where skipping rows would grow costly.
+        monkeypatch.setattr(ReviewRequestAdmin, "list_per_page", 1)
+        assert staff.get(REQUESTS, {"p": "2"}).status_code == 200
+        monkeypatch.setattr(pagination, "MAX_ESTIMATED_PAGES", 1)
+        assert staff.get(REQUESTS).context["cl"].paginator.num_pages == 1
+        assert staff.get(REQUESTS, {"p": "2"}).status_code == 302  # Django: "?e=1"
     else:  # no planner to ask: an exact count
         assert not paginator.count_is_estimate and paginator.count == 3
     assert staff.get(REQUESTS, {"q": "garcia"}).context["cl"].result_count == 1
