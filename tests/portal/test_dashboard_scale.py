@@ -81,9 +81,7 @@ def test_first_deep_and_newer_pages_start_an_index_at_the_cursor(big_owner, brow
 
 
 def test_a_smaller_owner_reads_only_their_own_index_range(big_owner, db):
-    other = User.objects.exclude(pk=big_owner.pk).get(
-        contacts__isnull=False, contacts__first_name="First1"
-    )
+    other = User.objects.exclude(pk=big_owner.pk).get(contacts__first_name="First1")  # 3,000
     requests = review_requests_list(owner=other)
     assert "reviews_request_owner_keyset" in indexes_used(keyset_slice(requests, size=25))
 
