@@ -1,7 +1,7 @@
 """Reads behind the owner portal. Every function takes the owner and reads only their rows.
 
 * ``review_requests_list``: the dashboard list (filter by status, search by name, e-mail or
-  phone), newest first;
+  phone), paged newest first by the view;
 * ``funnel``: added → sent → delivered → clicked, plus failed and opted out, for a period;
 * ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
   everything that happened to one request, in order;
@@ -21,6 +21,7 @@ from oauth2_provider.models import get_refresh_token_model
 from accounts.models import User
 from events.models import WebhookDelivery, WebhookSubscription
 from oauth_provider.models import Connection
+from reviews import selectors as reviews_selectors
 from reviews.models import (
     Channel,
     Message,
@@ -28,55 +29,38 @@ from reviews.models import (
 )
 
 # Shared with the staff admin; re-exported for the portal's views.
-from reviews.selectors import phone_search_digits
 from reviews.selectors import review_request_timeline as review_request_timeline
 
 # --- The dashboard list ---------------------------------------------------------------------------
 
-SEARCH_MAX_LENGTH = 100
+SEARCH_MAX_LENGTH = reviews_selectors.SEARCH_MAX_LENGTH
 
 
 def review_requests_list(
     *, owner: User, status: str = "", search: str = ""
 ) -> QuerySet[ReviewRequest]:
-    """The owner's review requests, newest first, with their contact and messages loaded.
+    """The owner's review requests with their contact and messages loaded (page it newest first
+    with ``core.pagination.keyset_page``).
 
-    ``status`` keeps one status; ``search`` matches every word against the contact's first,
-    last or company name, e-mail, or (typed any way) phone number.
+    ``status`` keeps one status; ``search`` finds an e-mail address or phone number (typed any
+    way; read with the owner's ``default_region``), or names, company and e-mail containing
+    every word (``reviews.selectors.contact_search``). Each is served by an index: the owner's
+    ``(owner, [status,] created_at, id)`` keys, the contact's unique keys or trigram index.
     """
     requests = ReviewRequest.objects.filter(owner=owner)
     if status:
         requests = requests.filter(status=status)
-    search = search.strip()[:SEARCH_MAX_LENGTH]
-    digits = phone_search_digits(search)
-    if digits:
-        # "(415) 555-2671" is one phone number, not three words (an e-mail may hold digits too).
+    if search.strip():
         requests = requests.filter(
-            Q(contact__phone__contains=digits) | Q(contact__email_normalized__contains=search)
-        )
-    else:
-        for word in search.split()[:10]:
-            requests = requests.filter(_contact_matches(word))
-    return (
-        requests.select_related("contact")
-        .prefetch_related(
-            Prefetch(
-                "messages",
-                queryset=Message.objects.only("id", "review_request_id", "step", "channel"),
+            reviews_selectors.contact_search(
+                search=search, region=owner.default_region, prefix="contact__"
             )
         )
-        .order_by("-created_at", "-pk")
-    )
-
-
-def _contact_matches(word: str) -> Q:
-    return (
-        Q(contact__first_name__icontains=word)
-        | Q(contact__last_name__icontains=word)
-        | Q(contact__company_name__icontains=word)
-        | Q(contact__email_normalized__contains=word.lower())
-        # The key holds an internationalised domain in ASCII (xn--): the address as typed.
-        | Q(contact__email__icontains=word)
+    return requests.select_related("contact").prefetch_related(
+        Prefetch(
+            "messages",
+            queryset=Message.objects.only("id", "review_request_id", "step", "channel"),
+        )
     )
 
 

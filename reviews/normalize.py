@@ -310,21 +310,37 @@ def email_key(address: str) -> str:
     return f"{local.lower()}@{a_label if a_label is not None else domain.lower()}"
 
 
+def email_search_text(text: str) -> str:
+    """What a search term looks like inside stored e-mail keys (``email_key``): NFKC, lower
+    case, and each non-ASCII dot-separated label in its ASCII (IDNA) form where IDNA takes it,
+    so a search for ``bücher.de`` finds ``x@xn--bcher-kva.de``."""
+    local, at, domain = unicodedata.normalize("NFKC", text).rpartition("@")
+    labels = [_ascii_label(label) or label.lower() for label in domain.split(".")]
+    return f"{local.lower()}{at}{'.'.join(labels)}"
+
+
 def _email_parts(address: str) -> tuple[str, str, str | None]:
     """``(local part, domain, domain's A-label form or None if IDNA refuses it)``, after NFKC."""
     local, _, domain = unicodedata.normalize("NFKC", address).rpartition("@")
     labels = []
     for label in domain.split("."):
-        if label.isascii():
-            # ASCII labels as they are (lower-cased): IDNA 2008 would refuse some that DNS
-            # and mail take, such as ``ab--cd``.
-            labels.append(label.lower())
-            continue
-        try:
-            labels.append(idna.encode(label, uts46=True).decode("ascii"))
-        except (idna.IDNAError, UnicodeError):
+        ascii_label = _ascii_label(label)
+        if ascii_label is None:
             return local, domain, None
+        labels.append(ascii_label)
     return local, domain, ".".join(labels)
+
+
+def _ascii_label(label: str) -> str | None:
+    """One domain label in ASCII, lower case; ``None`` if IDNA refuses it."""
+    if label.isascii():
+        # ASCII labels as they are (lower-cased): IDNA 2008 would refuse some that DNS and
+        # mail take, such as ``ab--cd``.
+        return label.lower()
+    try:
+        return idna.encode(label, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
+        return None
 
 
 def _check_public_domain(host: str) -> None:

@@ -6,10 +6,12 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone
 
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
+from .normalize import email_search_text, normalize_email, normalize_phone
 
 # Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
 # stored E.164 number. Fewer digits than this are searched as text only.
@@ -26,6 +28,59 @@ def phone_search_digits(search: str) -> str:
     if not _PHONE_LIKE.match(search) or len(digits) < MIN_PHONE_DIGITS:
         return ""
     return digits.lstrip("0")
+
+
+SEARCH_MAX_LENGTH = 100
+SEARCH_MAX_WORDS = 10
+# Regions whose national numbers the admin reads (it serves every business): none, so a number
+# typed without its +country code is searched by its digits.
+_NO_REGION = "ZZ"
+
+
+def contact_search(*, search: str, region: str = "", prefix: str = "") -> Q:
+    """What a person typed in a search box, as a condition on contacts (``prefix`` reaches them
+    from another model: ``"contact__"``). One rule for the portal and the admin, each served by
+    an index:
+
+    * a whole e-mail address: equal to the normalised key (``Alice@Example.com`` finds
+      ``alice@example.com``);
+    * a whole phone number, read with ``region`` (the business's ``default_region``; national
+      numbers need one): equal to the E.164 number;
+    * digits written like a phone number: contained in the stored number ("555 0103");
+    * anything else: every word in a name, the company or the e-mail.
+
+    On PostgreSQL the "contains" conditions are served by the contact's trigram index (migration
+    0006), the equalities by it or by the owner's unique keys; SQLite scans.
+    """
+    search = search.strip()[:SEARCH_MAX_LENGTH]
+    if not search:
+        return Q()
+    if "@" in search:
+        try:
+            _, key = normalize_email(search)
+        except ValidationError:
+            key = ""
+        if key:
+            return Q(**{f"{prefix}email_normalized": key})
+    digits = phone_search_digits(search)
+    if digits:
+        try:
+            return Q(**{f"{prefix}phone": normalize_phone(search, region or _NO_REGION)})
+        except ValidationError:
+            pass
+        # "(415) 555" is part of one phone number, not two words (an e-mail may hold digits too).
+        return Q(**{f"{prefix}phone__contains": digits}) | Q(
+            **{f"{prefix}email_normalized__contains": email_search_text(search)}
+        )
+    condition = Q()
+    for word in search.split()[:SEARCH_MAX_WORDS]:
+        condition &= (
+            Q(**{f"{prefix}first_name__icontains": word})
+            | Q(**{f"{prefix}last_name__icontains": word})
+            | Q(**{f"{prefix}company_name__icontains": word})
+            | Q(**{f"{prefix}email_normalized__contains": email_search_text(word)})
+        )
+    return condition
 
 
 def review_request_blocking(

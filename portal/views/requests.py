@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from core.pagination import capped_count, keyset_page
 from reviews import services
 from reviews.models import ReviewRequest
 
@@ -19,6 +19,8 @@ from ..forms import RequestFilterForm
 from ..pages import owner_page
 
 PAGE_SIZE = 25
+# Counted up to this many, then shown as "1,000+": counting a million rows is no use to anyone.
+COUNT_CAP = 1000
 
 
 @never_cache
@@ -32,13 +34,20 @@ def home(request: HttpRequest) -> HttpResponse:
 @owner_page
 @require_http_methods(["GET", "HEAD"])
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The owner's review requests (newest first, filtered, paginated) and the funnel."""
+    """The owner's review requests (newest first, filtered, in keyset pages: ``?after=`` /
+    ``?before=`` an opaque cursor) and the funnel."""
     form = RequestFilterForm(request.GET)
     filters = form.values()
     requests = selectors.review_requests_list(
         owner=request.user, status=filters["status"], search=filters["q"]
     )
-    page = Paginator(requests, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = keyset_page(
+        requests,
+        size=PAGE_SIZE,
+        after=request.GET.get("after", ""),
+        before=request.GET.get("before", ""),
+    )
+    total, more = capped_count(requests, cap=COUNT_CAP)
     rows = [(item, selectors.channels_of(item)) for item in page.object_list]
     label, days = selectors.PERIODS[filters["period"]]
     return render(
@@ -50,6 +59,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             "filtered": bool(filters["q"] or filters["status"]),
             "page": page,
+            "total": total,
+            "total_capped": more,
             "rows": rows,
             "funnel": selectors.funnel(owner=request.user, days=days),
             "period_label": label,

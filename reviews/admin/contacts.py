@@ -14,13 +14,13 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
 
-from .. import selectors, services
+from .. import services
 from ..models import (
     Contact,
     ReviewRequest,
 )
 from ..services.imports import ImportFileError
-from .base import ReadOnlyAdmin, ReadOnlyInline
+from .base import BigTableAdmin, OwnerFilter, ReadOnlyInline, contact_or_id_search
 
 User = get_user_model()
 
@@ -91,7 +91,7 @@ class ImportForm(forms.Form):
 
 
 @admin.register(Contact)
-class ContactAdmin(ReadOnlyAdmin):
+class ContactAdmin(BigTableAdmin):
     list_display = (
         "display_name",
         "email",
@@ -102,23 +102,18 @@ class ContactAdmin(ReadOnlyAdmin):
         "created_at",
     )
     list_filter = (
-        ("owner", admin.RelatedOnlyFieldListFilter),
+        OwnerFilter,
         ChannelFilter,
         OptedOutFilter,
         "source",
-        "created_at",
+        ("created_at", admin.DateFieldListFilter),
     )
     list_select_related = ("owner",)
-    # The e-mail as typed too: the key holds an internationalised domain in ASCII (xn--).
-    search_fields = (
-        "first_name",
-        "last_name",
-        "company_name",
-        "email_normalized",
-        "email",
-        "phone",
+    search_fields = ("first_name", "last_name", "company_name", "email_normalized", "phone")
+    search_help_text = (
+        "The contact's id, e-mail or phone number (written any way), or words of their name "
+        "or company."
     )
-    search_help_text = "Name, company, e-mail or phone number (written any way)."
     readonly_fields = ("metadata_pretty",)
     exclude = ("metadata",)
     inlines = [ReviewRequestInline]
@@ -135,12 +130,8 @@ class ContactAdmin(ReadOnlyAdmin):
     def metadata_pretty(self, obj):
         return format_html("<pre>{}</pre>", json.dumps(obj.metadata, indent=2, ensure_ascii=False))
 
-    def get_search_results(self, request, queryset, search_term):
-        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        # "(415) 555-2671" is stored as +14155552671: match the digits, not the words.
-        if digits := selectors.phone_search_digits(search_term.strip()):
-            results |= queryset.filter(phone__contains=digits)
-        return results, may_have_duplicates
+    def search_condition(self, search: str) -> Q:
+        return contact_or_id_search(search, prefix="")
 
     def get_urls(self):
         return [

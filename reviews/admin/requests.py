@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.core.mail import get_connection
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.safestring import mark_safe
 
+from core.pagination import EstimatedCountPaginator
+
 from .. import dashboard, selectors, services
+from ..channels.email import provider_name as email_provider_name
 from ..models import (
     Channel,
     Click,
@@ -20,7 +25,17 @@ from ..models import (
     OptOutEvent,
     ReviewRequest,
 )
-from .base import BACKOFFICE_CSS, ReadOnlyAdmin, ReadOnlyInline, business_owners, report_refusals
+from ..normalize import is_uuid
+from .base import (
+    BACKOFFICE_CSS,
+    BigTableAdmin,
+    OwnerFilter,
+    ReadOnlyAdmin,
+    ReadOnlyInline,
+    business_owners,
+    contact_or_id_search,
+    report_refusals,
+)
 
 # --- Review requests, their messages and the dashboard ---------------------------------------
 
@@ -45,7 +60,7 @@ class MessageInline(ReadOnlyInline, admin.TabularInline):
 
 
 @admin.register(ReviewRequest)
-class ReviewRequestAdmin(ReadOnlyAdmin):
+class ReviewRequestAdmin(BigTableAdmin):
     list_display = (
         "id",
         "contact",
@@ -54,17 +69,23 @@ class ReviewRequestAdmin(ReadOnlyAdmin):
         "scheduled_for",
         "sent_at",
         "ended_reason",
+        "created_at",
     )
-    list_filter = ("status", ("owner", admin.RelatedOnlyFieldListFilter), "ended_reason")
+    list_filter = ("status", OwnerFilter, "ended_reason", ("created_at", admin.DateFieldListFilter))
     list_select_related = ("contact", "owner")
-    search_fields = ("id", "contact__email_normalized", "contact__phone", "owner__email")
-    date_hierarchy = "scheduled_for"
+    search_fields = ("id", "contact__email_normalized", "contact__phone", "contact__first_name")
+    search_help_text = (
+        "The request's id, the contact's e-mail or phone number, or words of their name or company."
+    )
     readonly_fields = ("timeline",)
     inlines = [MessageInline]
     actions = ("cancel_requests", "send_now", "resend_failed")
 
     class Media:
         css = {"all": (BACKOFFICE_CSS,)}
+
+    def search_condition(self, search: str) -> Q:
+        return contact_or_id_search(search, prefix="contact__")
 
     @admin.display(description="timeline")
     def timeline(self, obj):
@@ -164,8 +185,23 @@ class ReviewRequestAdmin(ReadOnlyAdmin):
         )
 
 
+class ProviderFilter(admin.SimpleListFilter):
+    """The providers this service sends through (fixed, not a ``DISTINCT`` over every
+    message): the SMS ones and the configured e-mail backend."""
+
+    title = "provider"
+    parameter_name = "provider"
+
+    def lookups(self, request, model_admin):
+        names = ["twilio", "outbox", email_provider_name(get_connection())]
+        return [(name, name) for name in dict.fromkeys(names)]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(provider=self.value()) if self.value() else queryset
+
+
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin):
+class MessageAdmin(BigTableAdmin):
     """Every outbound message row. Resend goes through ``message_resend``: the row goes back
     to pending and the dispatcher and a send task claim it like any other."""
 
@@ -180,12 +216,23 @@ class MessageAdmin(ReadOnlyAdmin):
         "last_error_code",
         "due_at",
         "sent_at",
+        "created_at",
     )
-    list_filter = ("status", "channel", "provider", "last_error_code")
+    list_filter = ("status", "channel", ProviderFilter, ("created_at", admin.DateFieldListFilter))
     list_select_related = ("review_request",)
-    search_fields = ("id", "provider_message_id", "to_address", "review_request__id")
-    date_hierarchy = "created_at"
+    search_fields = ("id", "review_request__id", "provider_message_id", "to_address")
+    search_help_text = (
+        "The message's or its request's id, the provider's message id, or the contact's "
+        "e-mail, phone number or name."
+    )
     actions = ("resend", "resend_forced")
+
+    def search_condition(self, search: str) -> Q:
+        if is_uuid(search):
+            return Q(pk=search) | Q(review_request_id=search) | Q(provider_message_id=search)
+        if Message.objects.filter(provider_message_id=search).exists():
+            return Q(provider_message_id=search)
+        return selectors.contact_search(search=search, prefix="review_request__contact__")
 
     def has_delete_permission(self, request, obj=None):
         return False
@@ -233,18 +280,21 @@ class MessageAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Click)
-class ClickAdmin(ReadOnlyAdmin):
+class ClickAdmin(BigTableAdmin):
     list_display = ("created_at", "review_request", "url", "counted", "ignored_reason")
-    list_filter = ("counted", "ignored_reason")
-    search_fields = ("review_request__id", "url", "user_agent")
-    date_hierarchy = "created_at"
+    list_filter = ("counted", "ignored_reason", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("review_request__id",)
+    search_help_text = "The review request's id."
+
+    def search_condition(self, search: str) -> Q:
+        return Q(review_request_id=search) if is_uuid(search) else Q(pk__in=[])
 
 
 @admin.register(Feedback)
 class FeedbackAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "review_request", "text")
     search_fields = ("text", "review_request__owner__email")
-    date_hierarchy = "created_at"
+    list_filter = (("created_at", admin.DateFieldListFilter),)
 
 
 @admin.register(OptOutEvent)
@@ -253,9 +303,10 @@ class OptOutEventAdmin(ReadOnlyAdmin):
 
     list_display = ("created_at", "owner", "channel", "action", "source", "address")
     list_select_related = ("owner",)
-    list_filter = ("channel", "action", "source")
+    list_filter = ("channel", "action", "source", ("created_at", admin.DateFieldListFilter))
     search_fields = ("address", "owner__email", "raw_text")
-    date_hierarchy = "created_at"
+    show_full_result_count = False
+    paginator = EstimatedCountPaginator
 
     def has_delete_permission(self, request, obj=None):
         return False

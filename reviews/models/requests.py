@@ -107,7 +107,7 @@ class ReviewRequest(models.Model):
     }
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(  # indexed by reviews_request_owner_recent (owner, -created_at)
+    owner = models.ForeignKey(  # indexed by reviews_request_owner_keyset (owner, -created_at, -id)
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="review_requests",
@@ -150,8 +150,17 @@ class ReviewRequest(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["owner", "-created_at"], name="reviews_request_owner_recent"),
+            # The portal's list, newest first, one keyset page at a time (and its status filter).
+            models.Index(
+                fields=["owner", "-created_at", "-id"], name="reviews_request_owner_keyset"
+            ),
+            models.Index(
+                fields=["owner", "status", "-created_at", "-id"],
+                name="reviews_request_owner_status",
+            ),
             models.Index(fields=["contact", "-created_at"], name="reviews_request_contact_recent"),
+            # The admin's list, newest first across every owner.
+            models.Index(fields=["-created_at", "-id"], name="reviews_request_recent"),
         ]
 
     def __str__(self) -> str:
@@ -337,12 +346,15 @@ class Message(models.Model):
                 condition=Q(status__in=["queued", "sending"]),
                 name="reviews_message_in_flight",
             ),
-            # Provider status callbacks look messages up by the provider's id.
+            # Provider status callbacks look messages up by the provider's id, and staff search
+            # for it (without knowing the provider): the id leads.
             models.Index(
-                fields=["provider", "provider_message_id"],
+                fields=["provider_message_id", "provider"],
                 condition=~Q(provider_message_id=""),
-                name="reviews_message_provider_id",
+                name="reviews_message_provider_ref",
             ),
+            # The admin's list, newest first.
+            models.Index(fields=["-created_at", "-id"], name="reviews_message_recent"),
         ]
 
     def __str__(self) -> str:

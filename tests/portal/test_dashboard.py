@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import timedelta
 
 import pytest
@@ -50,7 +52,11 @@ def test_times_are_shown_in_the_owners_time_zone(browser, owner):
     assert f"{tokyo:%H:%M}" != f"{moment:%H:%M}"
 
 
-def test_the_list_is_paginated_25_a_page_and_keeps_the_filters(browser, owner):
+def older_link(response) -> str:
+    return re.search(r'<a href="([^"]*)" rel="next">Older', response.content.decode())[1]
+
+
+def test_the_list_is_paged_25_at_a_time_by_cursor_and_keeps_the_filters(browser, owner):
     now = timezone.now()
     for n in range(30):
         add_request(
@@ -62,11 +68,17 @@ def test_the_list_is_paginated_25_a_page_and_keeps_the_filters(browser, owner):
     first = browser.get("/", {"status": "scheduled"})
     assert len(names(first)) == 25
     assert names(first)[0] == "Person00"
-    assert 'href="?status=scheduled&amp;page=2"' in first.content.decode()
-    second = browser.get("/", {"status": "scheduled", "page": 2})
+    assert "30 requests match." in first.content.decode()
+    link = html.unescape(older_link(first))
+    assert link.startswith("?status=scheduled&after=")
+    second = browser.get("/" + link)
     assert names(second) == [f"Person{n}" for n in range(25, 30)]
-    assert browser.get("/", {"page": "999"}).context["page"].number == 2
-    assert browser.get("/", {"page": "nope"}).context["page"].number == 1
+    assert 'rel="next"' not in second.content.decode()
+    newer = browser.get("/", {"status": "scheduled", "before": second.context["page"].newer})
+    assert names(newer) == names(first)
+    # A tampered or stale cursor shows the newest page.
+    assert names(browser.get("/", {"after": "nope"})) == names(first)
+    assert names(browser.get("/", {"before": "bm9wZQ"})) == names(first)
 
 
 def test_filter_by_status(browser, owner):

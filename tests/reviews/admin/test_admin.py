@@ -127,9 +127,14 @@ def test_requests_filter_by_status_and_owner(staff, business):
     other = UserFactory(business_name="Other Co")
     add_request(business, email="mine@example.com", first_name="Minnie", delay_hours=1)
     add_request(other, email="theirs@example.com", first_name="Theodore", delay_hours=1)
-    page = staff.get("/admin/reviews/reviewrequest/", {"owner__id__exact": str(business.pk)})
-    html = page.content.decode()
-    assert "Minnie" in html and "Theodore" not in html
+    # The business is typed (its e-mail, any case, or its id), completed from a list.
+    for value in (business.email.upper(), str(business.pk)):
+        page = staff.get("/admin/reviews/reviewrequest/", {"owner": value})
+        html = page.content.decode()
+        assert "Minnie" in html and "Theodore" not in html
+    assert f'<option value="{business.email}">Acme Plumbing</option>' in html
+    nobody = staff.get("/admin/reviews/reviewrequest/", {"owner": "nobody@example.com"})
+    assert "Minnie" not in nobody.content.decode()
     page = staff.get("/admin/reviews/reviewrequest/", {"status__exact": "cancelled"})
     assert "Minnie" not in page.content.decode()
 

@@ -1,0 +1,74 @@
+"""Many rows fast, for the tests that check query plans at scale: contacts, one finished
+review request each and three sent messages per request, inserted by ``INSERT ... SELECT
+generate_series`` straight into the real schema (PostgreSQL only), then ``ANALYZE`` so the
+planner knows how big the tables are. Every third row shares its ``created_at`` with the
+next ones, so pages split ties."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+_INSERT = """
+WITH c AS (
+    INSERT INTO reviews_contact (
+        id, owner_id, first_name, last_name, company_name, email, email_normalized, phone,
+        metadata, source, sms_opt_out_source, email_opt_out_source, created_at, updated_at
+    )
+    SELECT gen_random_uuid(), %(owner)s, 'First' || i, 'L' || substr(md5(i::text), 1, 8), '',
+           'bulk' || i || '@example.com', 'bulk' || i || '@example.com',
+           '+1999' || lpad(i::text, 7, '0'), '{}', 'api', '', '',
+           %(newest)s - (i / 3) * interval '1 second', %(newest)s
+    FROM generate_series(1, %(count)s) AS i
+    RETURNING id, owner_id, created_at
+), r AS (
+    INSERT INTO reviews_reviewrequest (
+        id, owner_id, contact_id, status, scheduled_for, token, ended_reason, ended_detail,
+        created_at, updated_at, sent_at, completed_at, ended_at
+    )
+    SELECT gen_random_uuid(), owner_id, id, 'completed', created_at, md5(random()::text || id),
+           'sequence_finished', '', created_at, created_at, created_at, created_at, created_at
+    FROM c
+    RETURNING id, created_at
+)
+INSERT INTO reviews_message (
+    id, review_request_id, step, channel, status, planned_offset, to_address, attempts,
+    last_error, last_error_code, provider, provider_message_id, created_at, updated_at, sent_at
+)
+SELECT gen_random_uuid(), r.id, s.step, 'sms', 'sent', make_interval(days => 3 * s.step), '',
+       1, '', '', 'twilio', 'SM' || md5(r.id::text || s.step), r.created_at, r.created_at,
+       r.created_at
+FROM r CROSS JOIN generate_series(0, 2) AS s(step)
+"""
+
+
+def load_requests(owner, *, count: int, newest) -> None:
+    """``count`` contacts of ``owner``, with a finished request each (three messages), created
+    one second apart in threes, the newest at ``newest``."""
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT, {"owner": owner.pk, "count": count, "newest": newest})
+
+
+def analyze() -> None:
+    """Table statistics for the planner, and the trigram index's pending entries merged (as
+    autovacuum would: a GIN index's fast-update list makes the planner shun the index)."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE reviews_contact, reviews_reviewrequest, reviews_message")
+        cursor.execute("SELECT gin_clean_pending_list('reviews_contact_search_trgm')")
+
+
+def remove_all() -> None:
+    """Empty the review tables again (after a module's committed rows)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE reviews_message, reviews_click, reviews_feedback, reviews_optoutevent, "
+            "reviews_reviewrequest, reviews_contact CASCADE"
+        )
+
+
+def plan_nodes(plan: dict):
+    """Every node of an ``EXPLAIN (FORMAT JSON)`` plan, with its parent's node type."""
+    stack = [(plan, "")]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        stack.extend((child, node["Node Type"]) for child in node.get("Plans", ()))
