@@ -333,12 +333,20 @@ def _resolve(url: str) -> str:
         return head + cursor.fetchone()[0] + tail
 
 
+SLOW_SECONDS = 10.0  # a page whose warm-up takes longer is measured once, not --repeat times
+
+
 def timed(call, repeat: int) -> dict:
-    """One warm-up, then ``repeat`` runs: median and max ms, the queries of the last run."""
+    """One warm-up, then ``repeat`` runs (one if the warm-up took over ``SLOW_SECONDS``: a
+    page that slow misses its target by far, and a 1M run should not spend an hour on it):
+    median and max ms, the queries of the last run."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    started = time.perf_counter()
     call()
+    if time.perf_counter() - started > SLOW_SECONDS:
+        repeat = 1
     runs, queries, status = [], 0, None
     for _ in range(repeat):
         with CaptureQueriesContext(connection) as captured:

@@ -116,6 +116,15 @@ def test_the_report_says_met_or_missed_by_target_and_ratio(capsys):
     assert "<= 300 ms MISSED" in out and "ratio MISSED" in out and "10.00" in out
 
 
+def test_a_page_slower_than_the_limit_is_measured_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(scale, "SLOW_SECONDS", 0.0)
+    figures = scale.timed(lambda: calls.append(1) or 200, 5)
+    assert len(calls) == 2 and len(figures["runs_ms"]) == 1 and figures["status"] == 200
+    monkeypatch.setattr(scale, "SLOW_SECONDS", 60.0)
+    assert len(scale.timed(lambda: 200, 3)["runs_ms"]) == 3
+
+
 def test_sizes_too_small_for_the_dispatcher_claims_are_refused():
     with pytest.raises(SystemExit):
         scale.parse_args(["--sizes", "100,200"])
