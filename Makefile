@@ -8,7 +8,7 @@ PORT   ?= 8000
 export PORT
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint fmt check deploy-check lock clean schema fuzz bench bench-test zapier-deps screenshots
+.PHONY: help run test lint fmt check deploy-check lock clean schema fuzz bench bench-scale bench-test zapier-deps screenshots
 
 ZAPIER_DIR := integrations/zapier
 
@@ -17,6 +17,8 @@ help:
 	@echo "make test   - install test tools, lint, check migrations and deploy settings, run pytest"
 	@echo "make bench  - measure the write path and the dispatcher (PostgreSQL + Redis, wrk);"
 	@echo "              BENCH_ARGS=\"--quick\" for a smoke run, \"--against main\" to compare with a ref"
+	@echo "make bench-scale - every portal and admin page at 10k and 1M requests (PostgreSQL);"
+	@echo "              BENCH_ARGS=\"--quick\" for 2k and 50k in a few minutes"
 	@echo "make bench-test - the bench harness's own tests (not part of make test)"
 	@echo "make lock   - re-pin requirements/*.txt from pyproject.toml"
 	@echo "make schema - regenerate docs/openapi.yaml from the code (a test compares them)"
@@ -89,6 +91,10 @@ $(ZAPIER_DIR)/node_modules/.package-lock.json: $(ZAPIER_DIR)/package-lock.json
 bench: $(VENV)/.installed-dev
 	@command -v wrk >/dev/null 2>&1 || { echo "bench needs wrk: apt-get install -y wrk"; exit 1; }
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# The pages at two data sizes, each in a fresh database it loads and drops (bench/scale.py).
+bench-scale: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.scale $(BENCH_ARGS)
 
 # The harness's own tests (rounds, pacing, reports, comparison, the wrk script); `make test`
 # collects tests/ only (pyproject's testpaths), so these run here.

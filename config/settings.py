@@ -178,6 +178,8 @@ else:
     _db["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Rows each transaction of a housekeeping purge deletes (core.db.delete_in_batches; DOT's too).
+PURGE_BATCH_SIZE = env.int("PURGE_BATCH_SIZE", default=5000)
 
 # --- Auth ----------------------------------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"
@@ -338,6 +340,7 @@ OAUTH2_PROVIDER = {
     # Tokens are stored hashed, which DOT's own grace period cannot work with (it replays the
     # stored plaintext); parallel refreshes of one token are handled by oauth_provider instead.
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    "CLEAR_EXPIRED_TOKENS_BATCH_SIZE": PURGE_BATCH_SIZE,
     "SCOPES": {
         "read": "See your business profile and the status of your review requests",
         "write": "Add contacts and send them review requests on your behalf",

@@ -40,6 +40,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import User
+from core.db import delete_in_batches
 from core.errors import ApiError
 
 from .models import IdempotencyKey
@@ -194,5 +195,5 @@ def idempotency_key_release(*, claim: IdempotencyKey) -> None:
 def idempotency_keys_purge(*, now: datetime | None = None) -> int:
     """Delete keys older than the TTL; returns how many. Idempotent."""
     cutoff = (now or timezone.now()) - ttl()
-    deleted, _ = IdempotencyKey.objects.filter(created_at__lte=cutoff).delete()
+    deleted, _ = delete_in_batches(IdempotencyKey.objects.filter(created_at__lte=cutoff))
     return deleted

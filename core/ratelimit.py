@@ -51,6 +51,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from rest_framework import exceptions
 
+from .db import delete_in_batches
 from .errors import ApiError, error_response, wants_json_errors
 
 logger = logging.getLogger(__name__)
@@ -465,7 +466,7 @@ def rate_limit_counters_purge(*, now: float | None = None) -> int:
     from .models import RateLimitCounter
 
     cutoff = math.floor(time.time() if now is None else now)
-    deleted, _ = RateLimitCounter.objects.filter(reset_at__lte=cutoff).delete()
+    deleted, _ = delete_in_batches(RateLimitCounter.objects.filter(reset_at__lte=cutoff))
     return deleted
 
 

@@ -26,6 +26,8 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
+from core.db import delete_in_batches
+
 from .models import Connection, RedeemedCode, token_digest
 
 logger = logging.getLogger(__name__)
@@ -169,11 +171,11 @@ def tokens_clear_expired() -> dict[str, int]:
     """
     clear_expired()
     cutoff = timezone.now() - RedeemedCode.RETENTION
-    _, codes = RedeemedCode.objects.filter(redeemed_at__lt=cutoff).delete()
+    _, codes = delete_in_batches(RedeemedCode.objects.filter(redeemed_at__lt=cutoff))
     has_tokens = RefreshToken.objects.filter(token_family__isnull=False).values("token_family")
     # A connection and its first tokens are created in one transaction, so one without tokens
     # had them all expire and be deleted above: nothing is left to track.
-    _, connections = Connection.objects.exclude(pk__in=has_tokens).delete()
+    _, connections = delete_in_batches(Connection.objects.exclude(pk__in=has_tokens))
     result = {
         "redeemed_codes": codes.get(RedeemedCode._meta.label, 0),
         "connections": connections.get(Connection._meta.label, 0),

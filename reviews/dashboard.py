@@ -1,6 +1,7 @@
 """The staff dashboard (admin): what happened to review requests, day by day, for 30 days.
 
-Reads only (HackSoft's selectors): a handful of aggregate queries, whatever the data size, and
+Reads only (HackSoft's selectors): a handful of aggregate queries over indexed ranges of the
+period (the per-day series and failure reasons come from ``reviews.selectors``), and
 the chart's geometry computed here so the page is a plain server-rendered SVG (no JavaScript,
 nothing from other origins). Days are calendar days in ``settings.TIME_ZONE``.
 """
@@ -10,21 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count, OuterRef, Q, Subquery
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Q
 from django.utils import timezone
 
+from . import selectors
 from .models import Message, OptOutEvent, ReviewRequest
 
 DAYS = 30
 
-# (key, label, model field counted on its day, colour): request-level events.
+# (key of selectors.DAILY_SERIES, label, colour): request-level events, one line each.
 SERIES = (
-    ("scheduled", "Scheduled", "created_at", "#2563eb"),
-    ("sent", "Sent", "sent_at", "#7c3aed"),
-    ("delivered", "Delivered", "delivered_at", "#0891b2"),
-    ("clicked", "Clicked", "clicked_at", "#16a34a"),
-    ("failed", "Failed", "failed_at", "#dc2626"),
+    ("scheduled", "Scheduled", "#2563eb"),
+    ("sent", "Sent", "#7c3aed"),
+    ("delivered", "Delivered", "#0891b2"),
+    ("clicked", "Clicked", "#16a34a"),
+    ("failed", "Failed", "#dc2626"),
 )
 
 
@@ -73,48 +74,29 @@ class Dashboard:
 def staff_dashboard(
     *, owner_id: object | None = None, days: int = DAYS, now: datetime | None = None
 ) -> Dashboard:
-    """Counts per day over the last ``days`` days (today included), for one owner or all."""
+    """Counts per day over the last ``days`` days (today included), for one owner or all.
+
+    Every query reads an indexed time range (``reviews_request_<stamp>_day``,
+    ``reviews_message_failed_day``, the requests' and opt-out events' ``created_at``), so the
+    work grows with what happened in the period, not with everything stored.
+    """
     now = timezone.localtime(now or timezone.now())
     first_day = now.date() - timedelta(days=days - 1)
     since = timezone.make_aware(datetime.combine(first_day, datetime.min.time()))
     day_list = [first_day + timedelta(days=i) for i in range(days)]
-    index = {day: i for i, day in enumerate(day_list)}
     owned = Q(owner_id=owner_id) if owner_id else Q()
 
-    series = []
-    for key, label, stamp, colour in SERIES:
-        requests = ReviewRequest.objects.filter(owned, **{f"{stamp}__gte": since})
-        if key == "scheduled":
-            # Not the requests recorded as opted out on arrival: nothing was ever scheduled.
-            requests = requests.exclude(messages__isnull=True)
-        per_day = (
-            requests.annotate(day=TruncDate(stamp))
-            .values("day")
-            .annotate(n=Count("pk", distinct=True))
-            .values_list("day", "n")
-        )
-        counts = [0] * days
-        for day, n in per_day:
-            if day in index:
-                counts[index[day]] = n
-        series.append(Series(key, label, colour, counts))
+    counts = selectors.review_request_daily_counts(
+        owner_id=owner_id, first_day=first_day, days=days
+    )
+    series = [Series(key, label, colour, counts[key]) for key, label, colour in SERIES]
 
     sent = ReviewRequest.objects.filter(owned, sent_at__gte=since).aggregate(
         sent=Count("pk"), clicked=Count("pk", filter=Q(clicked_at__isnull=False))
     )
-    failed = Message.objects.filter(
-        Q(review_request__owner_id=owner_id) if owner_id else Q(), failed_at__gte=since
-    )
-    # The newest error text of each code, in the same grouped query.
-    newest = failed.filter(last_error_code=OuterRef("last_error_code")).order_by("-failed_at")
-    reasons = (
-        failed.values("last_error_code")
-        .annotate(n=Count("pk"), example=Subquery(newest.values("last_error")[:1]))
-        .order_by("-n", "last_error_code")[:10]
-    )
     failure_reasons = [
-        (row["last_error_code"] or "(no code)", (row["example"] or "")[:200], row["n"])
-        for row in reasons
+        (code or "(no code)", example[:200], n)
+        for code, example, n in selectors.message_failure_reasons(owner_id=owner_id, since=since)
     ]
 
     channel_labels = dict(Message._meta.get_field("channel").choices)

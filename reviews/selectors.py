@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import Count, F, Q, QuerySet, Subquery
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
@@ -203,3 +204,109 @@ def _local(moment: datetime) -> str:
     """As the portal's templates write times, in the current (the owner's) time zone."""
     local = timezone.localtime(moment)
     return f"{local.day} {local:%b %Y, %H:%M}"
+
+
+# --- Activity per day (the staff dashboard; the owner dashboard's chart) -------------------------
+
+# Each series counts the requests whose timestamp falls on the day.
+DAILY_SERIES = {
+    "scheduled": "created_at",
+    "sent": "sent_at",
+    "delivered": "delivered_at",
+    "clicked": "clicked_at",
+    "failed": "failed_at",
+}
+# Recorded as opted out on arrival (``contact_add`` found every channel opted out): the request
+# exists only so the caller gets an id, nothing was ever scheduled. Such a request was opted out
+# no later than it was created; one that was scheduled was opted out afterwards.
+_OPTED_OUT_ON_ARRIVAL = Q(status=ReviewRequest.Status.OPTED_OUT, opted_out_at__lte=F("created_at"))
+
+
+def review_request_daily_querysets(
+    *, owner_id: object | None, since: datetime
+) -> dict[str, QuerySet]:
+    """Per series of ``DAILY_SERIES``, the grouped query of ``(day, requests)`` from ``since``
+    on (days in ``settings.TIME_ZONE``), for one owner or everyone (``owner_id=None``). Each
+    reads an indexed range of its timestamp: the work follows the activity of the period,
+    not the size of the table."""
+    owned = Q(owner_id=owner_id) if owner_id else Q()
+    querysets = {}
+    for key, stamp in DAILY_SERIES.items():
+        requests = ReviewRequest.objects.filter(owned, **{f"{stamp}__gte": since})
+        if key == "scheduled":
+            requests = requests.exclude(_OPTED_OUT_ON_ARRIVAL)
+        querysets[key] = (
+            requests.annotate(day=TruncDate(stamp))
+            .values("day")
+            .annotate(n=Count("pk"))
+            .values_list("day", "n")
+            .order_by()
+        )
+    return querysets
+
+
+def review_request_daily_counts(
+    *, owner_id: object | None, first_day: date, days: int
+) -> dict[str, list[int]]:
+    """Per series of ``DAILY_SERIES``, the requests whose timestamp falls on each of ``days``
+    calendar days from ``first_day``, oldest first (one query per series)."""
+    since = timezone.make_aware(datetime.combine(first_day, datetime.min.time()))
+    index = {first_day + timedelta(days=i): i for i in range(days)}
+    result = {}
+    for key, per_day in review_request_daily_querysets(owner_id=owner_id, since=since).items():
+        counts = [0] * days
+        for day, n in per_day:
+            if day in index:
+                counts[index[day]] = n
+        result[key] = counts
+    return result
+
+
+def message_failures_by_code(*, owner_id: object | None, since: datetime) -> QuerySet:
+    """``(code, messages)`` of the messages that failed since ``since``, most frequent first:
+    an indexed range of ``failed_at``, grouped."""
+    return (
+        _failed_since(owner_id, since)
+        .values("last_error_code")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "last_error_code")
+        .values_list("last_error_code", "n")
+    )
+
+
+def message_newest_failures(
+    *, owner_id: object | None, since: datetime, codes: list[str]
+) -> QuerySet:
+    """``(code, error text)`` of the newest failure since ``since`` of each of ``codes``, in
+    one query: each code's newest row is found by walking the ``failed_at`` index backwards
+    (an uncorrelated subquery per code, run once), never a subquery per failed row."""
+    failed = _failed_since(owner_id, since)
+    newest = Q(pk__in=[])
+    for code in codes:
+        newest |= Q(
+            pk=Subquery(
+                failed.filter(last_error_code=code).order_by("-failed_at", "-pk").values("pk")[:1]
+            )
+        )
+    return Message.objects.filter(newest).values_list("last_error_code", "last_error")
+
+
+def message_failure_reasons(
+    *, owner_id: object | None, since: datetime, limit: int = 10
+) -> list[tuple[str, str, int]]:
+    """The ``limit`` commonest error codes of messages that failed since ``since``: (code, the
+    newest error text of that code, messages), most frequent first. Two queries."""
+    top = list(message_failures_by_code(owner_id=owner_id, since=since)[:limit])
+    if not top:
+        return []
+    newest = dict(
+        message_newest_failures(owner_id=owner_id, since=since, codes=[code for code, _ in top])
+    )
+    return [(code, newest.get(code, ""), n) for code, n in top]
+
+
+def _failed_since(owner_id: object | None, since: datetime) -> QuerySet:
+    failed = Message.objects.filter(failed_at__gte=since)
+    if owner_id:
+        failed = failed.filter(review_request__owner_id=owner_id)
+    return failed

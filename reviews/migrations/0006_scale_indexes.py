@@ -15,13 +15,14 @@
   columns, from every business at once (the admin) or one (the portal). It is not part of the
   model state: SQLite has no such index, and searches there scan (small databases).
 
-On PostgreSQL every index is built and dropped ``CONCURRENTLY`` (the migration is not atomic),
-so a deploy on a big database does not block the writes for the minutes a build takes. A build
-that fails leaves an INVALID index behind: drop it and run ``migrate`` again.
+On PostgreSQL every index is built and dropped ``CONCURRENTLY`` (``core.migration_operations``;
+the migration is not atomic).
 """
 
 from django.conf import settings
 from django.db import migrations, models
+
+from core.migration_operations import AddIndexOnline, RemoveIndexOnline
 
 TRIGRAM_INDEX = "reviews_contact_search_trgm"
 TRIGRAM_COLUMNS = (
@@ -35,52 +36,6 @@ TRIGRAM_COLUMNS = (
 
 def _is_postgresql(schema_editor) -> bool:
     return schema_editor.connection.vendor == "postgresql"
-
-
-class AddIndexOnline(migrations.AddIndex):
-    """``AddIndex``, built ``CONCURRENTLY`` on PostgreSQL."""
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        if _is_postgresql(schema_editor):
-            schema_editor.add_index(model, self.index, concurrently=True)
-        else:
-            schema_editor.add_index(model, self.index)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        if _is_postgresql(schema_editor):
-            schema_editor.remove_index(model, self.index, concurrently=True)
-        else:
-            schema_editor.remove_index(model, self.index)
-
-
-class RemoveIndexOnline(migrations.RemoveIndex):
-    """``RemoveIndex``, dropped ``CONCURRENTLY`` on PostgreSQL."""
-
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        index = from_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
-        if _is_postgresql(schema_editor):
-            schema_editor.remove_index(model, index, concurrently=True)
-        else:
-            schema_editor.remove_index(model, index)
-
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        index = to_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
-        if _is_postgresql(schema_editor):
-            schema_editor.add_index(model, index, concurrently=True)
-        else:
-            schema_editor.add_index(model, index)
 
 
 def add_trigram_index(apps, schema_editor):

@@ -161,6 +161,22 @@ class ReviewRequest(models.Model):
             models.Index(fields=["contact", "-created_at"], name="reviews_request_contact_recent"),
             # The admin's list, newest first across every owner.
             models.Index(fields=["-created_at", "-id"], name="reviews_request_recent"),
+            # The dashboards' series (reviews.selectors.review_request_daily_counts): a range
+            # of one timestamp, read from the index alone for one owner or all. Partial: a
+            # request enters each index only when it reaches that status (never on insert).
+            *(
+                models.Index(
+                    fields=[stamp, "owner", *extra],
+                    condition=Q(**{f"{stamp}__isnull": False}),
+                    name=f"reviews_request_{name}_day",
+                )
+                for name, stamp, extra in (
+                    ("sent", "sent_at", ["clicked_at"]),  # ... and the click-through of those
+                    ("delivered", "delivered_at", []),
+                    ("clicked", "clicked_at", []),
+                    ("failed", "failed_at", []),
+                )
+            ),
         ]
 
     def __str__(self) -> str:
@@ -345,6 +361,12 @@ class Message(models.Model):
                 fields=["status", "updated_at"],
                 condition=Q(status__in=["queued", "sending"]),
                 name="reviews_message_in_flight",
+            ),
+            # The dashboard's failure reasons: failures of a period grouped by code.
+            models.Index(
+                fields=["failed_at", "last_error_code", "review_request"],
+                condition=Q(failed_at__isnull=False),
+                name="reviews_message_failed_day",
             ),
             # Provider status callbacks look messages up by the provider's id, and staff search
             # for it (without knowing the provider): the id leads.

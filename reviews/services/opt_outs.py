@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.db import delete_in_batches
+
 from ..models import Channel, Contact, OptOutEvent, ReviewRequest
 from ..sms_keywords import Intent, classify
 from .events import contact_opted_out_record
@@ -193,5 +195,5 @@ def opt_out_events_purge(*, now: datetime | None = None) -> int:
     """Delete audit rows older than ``OPT_OUT_AUDIT_RETENTION_DAYS`` (daily, from beat)."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.OPT_OUT_AUDIT_RETENTION_DAYS)
-    deleted, _ = OptOutEvent.objects.filter(created_at__lt=cutoff).delete()
+    deleted, _ = delete_in_batches(OptOutEvent.objects.filter(created_at__lt=cutoff))
     return deleted

@@ -19,6 +19,7 @@ from connector_api.idempotency import (
 from connector_api.models import IdempotencyKey
 from reviews.models import ReviewRequest
 from tests.support.oauth import issue_tokens
+from tests.support.row_counts import statement_row_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -197,6 +198,20 @@ def test_purge_deletes_keys_older_than_the_ttl_only(api):
         created_at=timezone.now() - timedelta(hours=72, seconds=1)
     )
     assert idempotency_keys_purge() == 1
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]
+
+
+def test_purge_deletes_in_bounded_batches(api, settings):
+    settings.PURGE_BATCH_SIZE = 2
+    for n in range(5):
+        post(api, key=f"old-{n}", body={"email": f"old{n}@example.com"})
+    post(api, key="new", body={"email": "new@example.com"})
+    IdempotencyKey.objects.exclude(key="new").update(
+        created_at=timezone.now() - timedelta(hours=72, seconds=1)
+    )
+    with statement_row_counts() as counts:
+        assert idempotency_keys_purge() == 5
+    assert max(counts) <= 2
     assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]
 
 

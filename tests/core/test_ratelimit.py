@@ -13,6 +13,7 @@ from core import ratelimit
 from core.models import RateLimitCounter
 from core.ratelimit import DatabaseStore, RateLimiter, RedisStore, StoreUnavailable
 from tests.support.processes import free_port
+from tests.support.row_counts import statement_row_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +66,18 @@ def test_database_counter_rows_are_purged_once_their_window_ends():
     store.incr("rr:rl:old", window=60, now=now - 120)
     store.incr("rr:rl:current", window=3600, now=now)
     assert ratelimit.rate_limit_counters_purge(now=now) == 1
+    assert list(RateLimitCounter.objects.values_list("key", flat=True)) == ["rr:rl:current"]
+
+
+def test_the_counter_purge_deletes_in_bounded_batches(settings):
+    settings.PURGE_BATCH_SIZE = 2
+    RateLimitCounter.objects.bulk_create(
+        RateLimitCounter(key=f"rr:rl:old-{n}", count=1, reset_at=100) for n in range(5)
+    )
+    RateLimitCounter.objects.create(key="rr:rl:current", count=1, reset_at=10**10)
+    with statement_row_counts() as counts:
+        assert ratelimit.rate_limit_counters_purge(now=200) == 5
+    assert max(counts) <= 2
     assert list(RateLimitCounter.objects.values_list("key", flat=True)) == ["rr:rl:current"]
 
 

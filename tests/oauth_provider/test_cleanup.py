@@ -18,6 +18,7 @@ from config.celery import app
 from oauth_provider.models import Connection, RedeemedCode
 from oauth_provider.tasks import clear_expired_tokens
 from tests.oauth_provider.conftest import OAuthFlow
+from tests.support.row_counts import statement_row_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +71,18 @@ def test_redeemed_code_records_are_purged_after_a_day(flow):
         clear_expired_tokens()
     assert not RedeemedCode.objects.exists()
     assert Connection.objects.count() == 1  # still has live tokens
+
+
+def test_redeemed_codes_are_purged_in_bounded_batches(flow, settings):
+    settings.PURGE_BATCH_SIZE = 2
+    flow.connect()
+    connection = Connection.objects.get()
+    RedeemedCode.objects.bulk_create(
+        RedeemedCode(code_digest=f"{n:064d}", connection=connection) for n in range(5)
+    )
+    later = timezone.now() + timedelta(days=1, minutes=1)
+    with time_machine.travel(later), statement_row_counts() as counts:
+        clear_expired_tokens()
+    assert max(counts) <= 2
+    assert not RedeemedCode.objects.exists()
+    assert Connection.objects.count() == 1

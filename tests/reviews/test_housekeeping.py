@@ -20,6 +20,7 @@ from reviews.services import (
 )
 from reviews.services.dispatch import KICK_CACHE_KEY
 from tests.reviews.conftest import email_request
+from tests.support.row_counts import statement_row_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -133,3 +134,26 @@ def test_admin_refuses_a_template_without_the_review_link(staff, business):
 def test_engagement_and_audit_rows_are_read_only_in_admin(staff, model):
     assert staff.get(f"/admin/reviews/{model}/").status_code == 200
     assert staff.get(f"/admin/reviews/{model}/add/").status_code == 403
+
+
+def test_the_opt_out_audit_purge_deletes_in_bounded_batches(business, settings):
+    settings.PURGE_BATCH_SIZE = 2
+    contact = email_request(business).contact
+    OptOutEvent.objects.bulk_create(
+        OptOutEvent(
+            owner=business,
+            contact=contact,
+            channel="email",
+            action="opt_out",
+            source="staff",
+            address=contact.email,
+        )
+        for _ in range(6)
+    )
+    keep = OptOutEvent.objects.order_by("pk").last()
+    old = timezone.now() - timedelta(days=settings.OPT_OUT_AUDIT_RETENTION_DAYS + 1)
+    OptOutEvent.objects.exclude(pk=keep.pk).update(created_at=old)
+    with statement_row_counts() as counts:
+        assert opt_out_events_purge() == 5
+    assert max(counts) <= 2
+    assert list(OptOutEvent.objects.values_list("pk", flat=True)) == [keep.pk]

@@ -1,0 +1,131 @@
+"""``make bench-scale``'s own checks: the loaded data set is one the service could have made,
+every measured page answers on it, and the report says met or missed."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from accounts.models import User
+from bench import scale
+from reviews.dashboard import staff_dashboard
+from reviews.models import Click, Contact, Message, OptOutEvent, ReviewRequest
+from reviews.services import business_create
+
+pytestmark = pytest.mark.django_db
+
+SIZE, SMALL, SMALL_REQUESTS, DUE = 2_000, 3, 10, 20
+
+
+@pytest.fixture(autouse=True)
+def _no_static_manifest(settings):
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def loaded():
+    if connection.vendor != "postgresql":
+        pytest.skip("the loader writes PostgreSQL SQL")
+    owner = business_create(
+        email="owner@bench.example", password="a long bench passphrase", business_name="Bench"
+    )
+    report = scale.load(
+        owner_id=str(owner.pk),
+        size=SIZE,
+        small=SMALL,
+        small_requests=SMALL_REQUESTS,
+        due=DUE,
+        vacuum=False,
+    )
+    return owner, report
+
+
+def test_the_data_set_has_every_table_and_the_states_the_service_leaves(loaded):
+    owner, report = loaded
+    total = SIZE + SMALL * SMALL_REQUESTS
+    assert ReviewRequest.objects.count() == Contact.objects.count() == total
+    assert Message.objects.count() == 3 * total
+    assert report["rows"]["reviews_message"] == 3 * total  # after ANALYZE
+    assert User.objects.filter(is_staff=False).count() == SMALL + 1
+    mine = ReviewRequest.objects.filter(owner=owner)
+    assert mine.count() == SIZE
+    statuses = set(mine.values_list("status", flat=True))
+    assert statuses >= {"scheduled", "completed", "clicked", "failed", "opted_out", "delivered"}
+    due = Message.objects.filter(status="pending", review_request__owner=owner)
+    assert due.count() == DUE
+    assert Click.objects.count() == ReviewRequest.objects.filter(status="clicked").count()
+    assert OptOutEvent.objects.count() == ReviewRequest.objects.filter(status="opted_out").count()
+    # Spread over two years: the last 30 days hold a few per cent of the requests.
+    data = staff_dashboard(owner_id=owner.pk)
+    assert 0 < data.series[0].total < SIZE // 5
+    assert data.failure_reasons and data.sent_in_period
+
+
+def test_every_measured_page_answers_on_the_data_set(loaded):
+    owner, _ = loaded
+    staff = User.objects.create(email="staff@bench.example", is_staff=True, is_superuser=True)
+    clients = {"owner": Client(), "staff": Client()}
+    clients["owner"].force_login(owner)
+    clients["staff"].force_login(staff)
+    for name, kind, who, url in scale.pages(str(owner.pk), SIZE):
+        assert kind in scale.TARGET_MS
+        figures = scale.timed(lambda: clients[who].get(scale._resolve(url)).status_code, 1)  # noqa: B023
+        assert figures["status"] == 200, (name, url)
+        assert figures["queries"] > 0
+
+
+def test_the_searches_find_the_sample_contact(loaded):
+    owner, _ = loaded
+    client = Client()
+    client.force_login(owner)
+    pages = {name: url for name, _, _, url in scale.pages(str(owner.pk), SIZE)}
+    for name in ("portal search, e-mail", "portal search, phone", "portal search, name"):
+        response = client.get(pages[name])
+        assert len(response.context["rows"]) >= 1, name
+
+
+def figures(median, kind="portal"):
+    return {"median_ms": median, "max_ms": median, "queries": 5, "status": 200, "kind": kind}
+
+
+def test_the_report_says_met_or_missed_by_target_and_ratio(capsys):
+    small = {"size": 10, "load": {"total_seconds": 1}, "pages": {}}
+    big = {"size": 1000, "load": {"total_seconds": 9}, "pages": {}}
+    small["pages"]["fast"], big["pages"]["fast"] = figures(100), figures(120)
+    small["pages"]["grows"], big["pages"]["grows"] = figures(10), figures(100)
+    small["pages"]["slow"], big["pages"]["slow"] = (
+        figures(400, "admin list"),
+        figures(420, "admin list"),
+    )
+    small["pages"]["write"], big["pages"]["write"] = figures(20, "write"), figures(21, "write")
+    rows = {row["page"]: row for row in scale.verdicts(small, big)}
+    assert (rows["fast"]["met_ms"], rows["fast"]["met_ratio"]) == (True, True)
+    assert (rows["grows"]["met_ms"], rows["grows"]["ratio"], rows["grows"]["met_ratio"]) == (
+        True,
+        10.0,
+        False,
+    )
+    assert (rows["slow"]["met_ms"], rows["slow"]["met_ratio"]) == (False, True)
+    assert (rows["write"]["target_ms"], rows["write"]["met_ratio"]) == (None, True)
+    scale.print_table([small, big], list(rows.values()))
+    out = capsys.readouterr().out
+    assert "<= 300 ms MISSED" in out and "ratio MISSED" in out and "10.00" in out
+
+
+def test_a_page_slower_than_the_limit_is_measured_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(scale, "SLOW_SECONDS", 0.0)
+    figures = scale.timed(lambda: calls.append(1) or 200, 5)
+    assert len(calls) == 2 and len(figures["runs_ms"]) == 1 and figures["status"] == 200
+    monkeypatch.setattr(scale, "SLOW_SECONDS", 60.0)
+    assert len(scale.timed(lambda: 200, 3)["runs_ms"]) == 3
+
+
+def test_sizes_too_small_for_the_dispatcher_claims_are_refused():
+    with pytest.raises(SystemExit):
+        scale.parse_args(["--sizes", "100,200"])
+    assert scale.parse_args(["--quick"]).sizes == [2_000, 50_000]
