@@ -227,7 +227,10 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
                 headers = response.setdefault("headers", {})
                 for name in _EVERY_RESPONSE:
                     headers[name] = _header_ref(name)
-                if status in _RETRY_AFTER_STATUSES:
+                # A 409 that is not an idempotency conflict (a cancel of an ended request)
+                # is final: no Retry-After.
+                retried = status != "409" or "idempotency_in_progress" in response["description"]
+                if status in _RETRY_AFTER_STATUSES and retried:
                     headers["Retry-After"] = _header_ref("Retry-After")
                 response["headers"] = dict(sorted(headers.items()))
     return result

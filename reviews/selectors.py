@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
@@ -46,6 +46,60 @@ def review_request_blocking(
 
 def review_request_latest(*, contact: Contact) -> ReviewRequest | None:
     return ReviewRequest.objects.filter(contact=contact).order_by("-created_at").first()
+
+
+def review_requests_of(
+    *, owner, status: str = "", changed_since: datetime | None = None
+) -> QuerySet[ReviewRequest]:
+    """An owner's requests, newest first (``created_at``, then ``id``: a total order, for
+    keyset pagination), with their contacts; optionally one ``status`` and only those changed
+    (``updated_at``) at or after ``changed_since``."""
+    requests = ReviewRequest.objects.filter(owner=owner).select_related("contact")
+    if status:
+        requests = requests.filter(status=status)
+    if changed_since is not None:
+        requests = requests.filter(updated_at__gte=changed_since)
+    return requests.order_by("-created_at", "-id")
+
+
+def contacts_find(*, owner, email_key: str = "", phone: str = "") -> list[Contact]:
+    """An owner's contacts with this normalised e-mail (``normalize_email``'s key) or this
+    E.164 phone: at most one each (the dedup keys are unique per owner), the e-mail's first."""
+    match = Q()
+    if email_key:
+        match |= Q(email_normalized=email_key)
+    if phone:
+        match |= Q(phone=phone)
+    if not match:
+        return []
+    found = list(Contact.objects.filter(match, owner=owner))
+    return sorted(found, key=lambda contact: contact.email_normalized != email_key)
+
+
+def review_request_summary(*, review_request: ReviewRequest) -> str:
+    """Where a request stands, in plain words (the API's ``message`` when it reads one)."""
+    request = review_request
+    name = request.contact.display_name
+    status = request.Status
+    if request.status == status.SCHEDULED:
+        return f"Review request for {name} scheduled for {_utc(request.scheduled_for)}."
+    if request.status == status.SENDING:
+        return f"The review request for {name} is being sent."
+    if request.status in (status.SENT, status.DELIVERED):
+        verb = "delivered to" if request.status == status.DELIVERED else "sent to"
+        return (
+            f"Review request {verb} {name} (first message sent {_utc(request.sent_at)}); "
+            "follow-ups stop as soon as they click or opt out."
+        )
+    why = " ".join(filter(None, (request.get_ended_reason_display(), request.ended_detail)))
+    return (
+        f"Review request for {name} ended {_utc(request.ended_at)}: "
+        f"{request.get_status_display().lower()}." + (f" {why.rstrip('.')}." if why else "")
+    )
+
+
+def _utc(moment: datetime | None) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else "at an unknown time"
 
 
 # --- One request's timeline (owner portal and staff admin) ---------------------------------------

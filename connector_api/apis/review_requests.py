@@ -29,11 +29,27 @@ from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ContactRequest, InputF
 from connector_api.permissions import TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
-from reviews.models import BusinessSettings, Contact
+from reviews import selectors
+from reviews.models import BusinessSettings, Contact, ReviewRequest
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
-from reviews.services import ContactAddResult, contact_add
+from reviews.services import contact_add
 
 ENDPOINT = "send-review-request"
+
+
+@extend_schema_serializer(component_name="ReviewRequest")
+class ReviewRequestSerializer(serializers.Serializer):
+    """The review request as the API contract names it (docs/api.md): the answer of the POST,
+    an item of the list, the top of one request's detail."""
+
+    id = serializers.CharField()
+    contact_id = serializers.CharField()
+    contact_name = serializers.CharField(allow_blank=True)
+    contact_email = serializers.CharField(allow_null=True)
+    contact_phone = serializers.CharField(allow_null=True)
+    scheduled_for = serializers.CharField()
+    status = serializers.CharField()
+    message = serializers.CharField()
 
 
 class SendReviewRequestApi(RateLimitedView, APIView):
@@ -54,16 +70,7 @@ class SendReviewRequestApi(RateLimitedView, APIView):
             except DjangoValidationError as exc:
                 raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
 
-    @extend_schema_serializer(component_name="ReviewRequest")
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.CharField()
-        contact_id = serializers.CharField()
-        contact_name = serializers.CharField(allow_blank=True)
-        contact_email = serializers.CharField(allow_null=True)
-        contact_phone = serializers.CharField(allow_null=True)
-        scheduled_for = serializers.CharField()
-        status = serializers.CharField()
-        message = serializers.CharField()
+    OutputSerializer = ReviewRequestSerializer
 
     def handle_exception(self, exc: Exception) -> Response:
         # The contract for this endpoint: a body that is not JSON is a 400 invalid_request.
@@ -130,12 +137,21 @@ class SendReviewRequestApi(RateLimitedView, APIView):
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the contract's strings and nulls: OutputSerializer documents it.
-        return Response(review_request_body(result), status=201 if result.created else 200)
+        body = review_request_body(
+            result.review_request, contact=result.contact, message=result.message
+        )
+        return Response(body, status=201 if result.created else 200)
 
 
-def review_request_body(result: ContactAddResult) -> dict[str, Any]:
-    """The review-request fields the API contract names (docs/api.md), and nothing else."""
-    contact, request = result.contact, result.review_request
+def review_request_body(
+    request: ReviewRequest, *, contact: Contact | None = None, message: str | None = None
+) -> dict[str, Any]:
+    """The review-request fields the API contract names (docs/api.md), and nothing else.
+    ``contact``: the request's, when the caller holds it; ``message``: what was just done (the
+    POST), else where the request stands (``reviews.selectors.review_request_summary``)."""
+    contact = contact or request.contact
+    if message is None:
+        message = selectors.review_request_summary(review_request=request)
     return {
         "id": str(request.id),
         "contact_id": str(contact.id),
@@ -144,7 +160,7 @@ def review_request_body(result: ContactAddResult) -> dict[str, Any]:
         "contact_phone": contact.phone or None,
         "scheduled_for": iso_utc(request.scheduled_for),
         "status": str(request.status),
-        "message": result.message,
+        "message": message,
     }
 
 

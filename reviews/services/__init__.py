@@ -14,7 +14,8 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
 * ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``;
 * ``opt_outs``: opt-out and opt-in, the audit, SMS replies, e-mail unsubscribes;
 * ``engagement``: clicks on review-site links and private feedback;
-* ``staff``: ``message_resend``, ``review_request_cancel``, ``review_request_send_now``;
+* ``staff``: ``message_resend``, ``review_request_cancel`` (``CancelRefused``),
+  ``review_request_send_now``;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
 * ``business``: what an owner configures in the portal: profile and policy, review sites and
   their order, message wording.
@@ -59,6 +60,7 @@ from .provider_events import (
 )
 from .sending import SendResult, message_send, messages_send
 from .staff import (
+    CancelRefused,
     ResendRefused,
     SendNowRefused,
     message_resend,
@@ -67,6 +69,7 @@ from .staff import (
 )
 
 __all__ = [
+    "CancelRefused",
     "ContactAddOutcome",
     "ContactAddResult",
     "DispatchResult",

@@ -87,9 +87,17 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
     return message
 
 
-def review_request_cancel(*, review_request: ReviewRequest, detail: str = "") -> ReviewRequest:
+class CancelRefused(Exception):
+    """A cancel of a request that has already ended; the message says how and when."""
+
+
+def review_request_cancel(
+    *, review_request: ReviewRequest, detail: str = "", refuse_ended: bool = False
+) -> ReviewRequest:
     """Stop a request now (staff or the business): unsent messages are cancelled in one UPDATE.
-    A message already with the provider cannot be called back. Idempotent for ended requests."""
+    A message already with the provider cannot be called back. Idempotent for ended requests,
+    unless ``refuse_ended``: then an ended request (read under the lock) raises
+    ``CancelRefused`` saying why, as the API's cancel answers it."""
     now = timezone.now()
     with transaction.atomic():
         request = ReviewRequest.objects.select_for_update().get(pk=review_request.pk)
@@ -103,6 +111,13 @@ def review_request_cancel(*, review_request: ReviewRequest, detail: str = "") ->
                 )
             )
             request.cancel_open_messages(at=now)
+        elif refuse_ended:
+            raise CancelRefused(
+                f"This review request already ended ({request.get_status_display().lower()}"
+                f" on {request.ended_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC): "
+                f"{request.get_ended_reason_display() or 'nothing is left to send'}. "
+                "Nothing was changed."
+            )
     return request
 
 
