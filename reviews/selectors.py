@@ -91,10 +91,13 @@ def review_request_summary(*, review_request: ReviewRequest) -> str:
             f"Review request {verb} {name} (first message sent {_utc(request.sent_at)}); "
             "follow-ups stop as soon as they click or opt out."
         )
-    why = " ".join(filter(None, (request.get_ended_reason_display(), request.ended_detail)))
+    why = request.get_ended_reason_display()
+    detail = request.ended_detail.rstrip(".")
+    if detail:
+        why = f"{why} ({detail})" if why else detail
     return (
         f"Review request for {name} ended {_utc(request.ended_at)}: "
-        f"{request.get_status_display().lower()}." + (f" {why.rstrip('.')}." if why else "")
+        f"{request.get_status_display().lower()}." + (f" {why}." if why else "")
     )
 
 

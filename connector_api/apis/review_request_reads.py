@@ -203,7 +203,7 @@ class ReviewRequestCancelApi(RateLimitedView, APIView):
         found = owned_request(request, request_id)
         try:
             cancelled = review_request_cancel(
-                review_request=found, detail="cancelled through the API", refuse_ended=True
+                review_request=found, detail="through the API", refuse_ended=True
             )
         except CancelRefused as exc:
             raise ApiError(409, "already_ended", str(exc)) from None
