@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from accounts.models import User
+
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
 
 # Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
@@ -49,7 +51,7 @@ def review_request_latest(*, contact: Contact) -> ReviewRequest | None:
 
 
 def review_requests_of(
-    *, owner, status: str = "", changed_since: datetime | None = None
+    *, owner: User, status: str = "", changed_since: datetime | None = None
 ) -> QuerySet[ReviewRequest]:
     """An owner's requests, newest first (``created_at``, then ``id``: a total order, for
     keyset pagination), with their contacts; optionally one ``status`` and only those changed
@@ -62,7 +64,7 @@ def review_requests_of(
     return requests.order_by("-created_at", "-id")
 
 
-def contacts_find(*, owner, email_key: str = "", phone: str = "") -> list[Contact]:
+def contacts_find(*, owner: User, email_key: str = "", phone: str = "") -> list[Contact]:
     """An owner's contacts with this normalised e-mail (``normalize_email``'s key) or this
     E.164 phone: at most one each (the dedup keys are unique per owner), the e-mail's first."""
     match = Q()

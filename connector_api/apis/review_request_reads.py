@@ -75,7 +75,6 @@ class ReviewRequestListApi(RateLimitedView, APIView):
         status = serializers.ChoiceField(
             choices=ReviewRequest.Status.values,
             required=False,
-            default="",
             help_text="Only requests in this status.",
         )
         since = serializers.DateTimeField(
@@ -110,11 +109,12 @@ class ReviewRequestListApi(RateLimitedView, APIView):
         ],
     )
     def get(self, request: Request, platform: str) -> Response:
-        query = self.QuerySerializer(data=request.query_params)
+        # A plain dict: a blank parameter (`status=`) is a bad value, not an absent one.
+        query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params = query.validated_data
         requests = selectors.review_requests_of(
-            owner=request.user, status=params["status"], changed_since=params["since"]
+            owner=request.user, status=params.get("status", ""), changed_since=params["since"]
         )
         items, next_cursor = page(requests, limit=params["limit"], cursor=params["cursor"])
         return Response({"results": [review_request_body(r) for r in items], "next": next_cursor})

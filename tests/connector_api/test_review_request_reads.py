@@ -143,6 +143,8 @@ def test_the_list_pages_in_a_fixed_number_of_queries(api, now):
     ("params", "field"),
     [
         ({"status": "lost"}, "status"),
+        ({"status": ""}, "status"),
+        ({"limit": ""}, "limit"),
         ({"since": "yesterday"}, "since"),
         ({"limit": "0"}, "limit"),
         ({"limit": "101"}, "limit"),
