@@ -21,7 +21,7 @@ const requestFields = (request) =>
   Object.fromEntries(REQUEST_FIELDS.map((key) => [key, request[key] === undefined ? null : request[key]]));
 
 // The most telling words of an event's details: the feedback's text, the review site clicked,
-// how the contact opted out, why a message failed.
+// how the contact opted out (`how`), why delivery failed (`reason`).
 const detailOf = (data) => {
   const nested = data.feedback || data.click || data.opt_out || data.failure || {};
   const candidates = [
@@ -32,6 +32,7 @@ const detailOf = (data) => {
     nested.url,
     nested.how,
     data.how,
+    data.reason,
     nested.error,
     data.error,
   ];

@@ -199,21 +199,27 @@ describe('triggers (performList: the Zap editor sample from the list endpoint)',
     expect(new Set(completed.map((item) => item.id)).size).toBe(completed.length);
   });
 
-  it('turns a hook body into the same item (perform)', async () => {
-    const event = {
-      id: 'evt_1',
-      type: 'feedback.received',
-      occurred_at: '2026-11-21T18:40:00Z',
-      data: { id: env.CLICKED_REQUEST_ID, contact_id: 'c1', status: 'clicked', channel: 'email',
-        feedback: { text: 'Great work' } },
-    };
-    const [item] = await appTester(App.triggers.new_private_feedback.operation.perform, {
-      authData: state.authData,
-      cleanedRequest: event,
-    });
-    expect(Object.keys(item).sort()).toEqual([...OUTCOME_KEYS].sort());
-    expect(item).toMatchObject({ id: 'evt_1', review_request_id: env.CLICKED_REQUEST_ID,
-      contact_id: 'c1', channel: 'email', detail: 'Great work' });
+  it('turns a hook body (docs/events.md) into the same item (perform)', async () => {
+    const request = { id: env.CLICKED_REQUEST_ID, contact_id: 'c1', contact_name: 'Jane Smith',
+      contact_email: 'jane@example.com', contact_phone: null,
+      scheduled_for: '2026-11-21T15:00:00Z', status: 'sent', message: 'Sent.', channel: 'email' };
+    const cases = [
+      ['new_private_feedback', 'feedback.received', { feedback: { id: '4', text: 'Great work' } }, 'Great work'],
+      ['new_review_click', 'review_request.clicked', { click: { site: 'Google', url: 'https://g.page/r/x' } }, 'Google'],
+      ['contact_opted_out', 'contact.opted_out', { how: 'sms_reply' }, 'sms_reply'],
+      ['review_request_failed', 'review_request.failed', { reason: 'mailbox does not exist' }, 'mailbox does not exist'],
+    ];
+    for (const [key, type, extra, detail] of cases) {
+      const [item] = await appTester(App.triggers[key].operation.perform, {
+        authData: state.authData,
+        cleanedRequest: { id: `evt-${key}`, type, occurred_at: '2026-11-21T18:40:00Z',
+          data: { ...request, ...extra } },
+      });
+      expect(Object.keys(item).sort()).toEqual([...OUTCOME_KEYS].sort());
+      expect(item).toMatchObject({ id: `evt-${key}`, event: type, review_request_id: request.id,
+        contact_id: 'c1', contact_name: 'Jane Smith', channel: 'email', detail });
+      expect(item.details).toMatchObject(extra);
+    }
   });
 });
 
