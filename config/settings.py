@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "core",
     "accounts",
     "reviews",
+    "events",
     "connector_api",
     "oauth_provider",
     "portal",
@@ -407,6 +408,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "Contacts", "description": "Add contacts; each gets at most one review request."},
         {"name": "Connection", "description": "Who the token acts for, and whether it works."},
         {"name": "OAuth", "description": "Tokens: exchange, refresh, revoke, disconnect."},
+        {"name": "Hooks", "description": "Subscribe URLs to events (docs/events.md)."},
     ],
 }
 
@@ -503,6 +505,26 @@ CELERY_TASK_ROUTES = {"reviews.tasks.dispatch_due_messages": {"queue": "dispatch
 # Twilio's client logs every request and response (headers, bodies with phone numbers) at INFO.
 LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": True}
 
+# --- Outgoing webhooks (events app): REST hooks to automation platforms ---------------------------
+# Allow http:// targets and loopback/private addresses: local development and tests ONLY (a
+# production service must never post to its own network). Link-local (cloud metadata) addresses
+# stay refused either way.
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+# Seconds to connect, and to wait for each read of the answer (at most 1 KB of it is read).
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+# A claimed delivery is due again after this many seconds unless its outcome was recorded (a
+# worker killed mid-call): longer than one call, shorter than the retry schedule's first step.
+WEBHOOK_LEASE_SECONDS = env.int("WEBHOOK_LEASE_SECONDS", default=60)
+# Retries: base x 2^(attempt-1) seconds, capped, times 0.5-1.0; a delivery is retried until it
+# is WEBHOOK_RETRY_HOURS old, then marked failed.
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=30.0)
+WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=7200.0)
+WEBHOOK_RETRY_HOURS = env.float("WEBHOOK_RETRY_HOURS", default=26.0)
+# A subscription with no successful delivery for this many days (while failing) is disabled.
+WEBHOOK_DISABLE_AFTER_DAYS = env.float("WEBHOOK_DISABLE_AFTER_DAYS", default=3.0)
+# Events and their delivery records are kept this long (the portal's recent deliveries).
+WEBHOOK_EVENT_RETENTION_DAYS = env.int("WEBHOOK_EVENT_RETENTION_DAYS", default=30)
+
 # --- Periodic tasks: the whole beat schedule -----------------------------------------------------
 # Schedules in seconds. Beat (DatabaseScheduler) writes these entries into django_celery_beat's
 # tables at start, by name; the admin shows them there.
@@ -536,6 +558,14 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Opt-out/opt-in audit rows older than OPT_OUT_AUDIT_RETENTION_DAYS, daily.
     "purge-opt-out-events": {"task": "reviews.tasks.purge_opt_out_events", "schedule": 86400.0},
+    # Webhook deliveries due (retries, and any whose on-commit kick was lost).
+    "deliver-webhooks": {
+        "task": "events.tasks.deliver_webhooks",
+        "schedule": 60.0,
+        "options": {"expires": 60},
+    },
+    # Events and deliveries older than WEBHOOK_EVENT_RETENTION_DAYS, daily.
+    "purge-events": {"task": "events.tasks.purge_events", "schedule": 86400.0},
 }
 
 # Celery's INFO lines about each run of a periodic task that runs more often than once a minute

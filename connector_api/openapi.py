@@ -165,7 +165,8 @@ IP.
 `invalid_request` (with `fields`), 401 `unauthorized` (+ `WWW-Authenticate: Bearer`: refresh
 the token), 403 `insufficient_scope`, 404 `not_found`, 405 `method_not_allowed`, 409/422
 idempotency conflicts, 413 `request_too_large`, 415 `unsupported_media_type`, 429
-`rate_limit_exceeded`, 500 `server_error` (with `request_id`, also in `X-Request-ID`). The OAuth
+`rate_limit_exceeded`, 500 `server_error` (with `request_id`, also in `X-Request-ID`), 503
+`service_unavailable` (+ `Retry-After`: the database is briefly down; retry). The OAuth
 endpoints use the OAuth codes (`invalid_client`, `invalid_grant`, ...) in the same shape.
 
 **Idempotency.** `POST send-review-request` accepts an `Idempotency-Key` header: a retry with the

@@ -8,6 +8,7 @@ from django.urls import path
 
 from connector_api.apis.connection import MeApi, StatusApi
 from connector_api.apis.contacts import ContactLookupApi
+from connector_api.apis.hooks import HookApi, HooksApi
 from connector_api.apis.review_request_reads import (
     ReviewRequestCancelApi,
     ReviewRequestDetailApi,
@@ -20,6 +21,8 @@ app_name = "connector_api"
 urlpatterns: list = [
     path("me", MeApi.as_view(), name="me"),
     path("status", StatusApi.as_view(), name="status"),
+    path("hooks", HooksApi.as_view(), name="hooks"),
+    path("hooks/<str:hook_id>", HookApi.as_view(), name="hook"),
     path("send-review-request", SendReviewRequestApi.as_view(), name="send-review-request"),
     path(
         "send-review-request/fields",

@@ -2,7 +2,7 @@
 
 ``error_responses(...)`` gives an operation's error responses, each with its component
 (``Error``, ``ValidationError`` with ``fields``, ``ServerError`` with ``request_id``) and the
-codes it may carry; 429 and 500 are always possible (``core.ratelimit``, ``core.errors``).
+codes it may carry; 429, 500 and 503 are always possible (``core.ratelimit``, ``core.errors``).
 """
 
 from __future__ import annotations
@@ -65,13 +65,18 @@ _ERRORS: dict[int, tuple[type[Error], str]] = {
         "(the request was not processed, so retrying it is safe).",
     ),
     500: (ServerError, "`server_error`: an unexpected error, logged under `request_id`."),
+    503: (
+        Error,
+        "`service_unavailable`: the database or the broker is briefly unavailable; nothing was "
+        "done, retry after `Retry-After` seconds (with the same `Idempotency-Key`, if any).",
+    ),
 }
 
 
 def error_responses(*statuses: int, **overrides: OpenApiResponse) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation; 429 and 500 are always possible."""
+    """The error responses of an operation; 429, 500 and 503 are always possible."""
     responses: dict[int, OpenApiResponse] = {}
-    for status in sorted({*statuses, 429, 500}):
+    for status in sorted({*statuses, 429, 500, 503}):
         component, description = _ERRORS[status]
         responses[status] = OpenApiResponse(component, description=description)
     for status, response in overrides.items():

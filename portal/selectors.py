@@ -19,6 +19,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_refresh_token_model
 
 from accounts.models import User
+from events.models import WebhookDelivery, WebhookSubscription
 from oauth_provider.models import Connection
 from reviews.models import (
     Channel,
@@ -74,6 +75,8 @@ def _contact_matches(word: str) -> Q:
         | Q(contact__last_name__icontains=word)
         | Q(contact__company_name__icontains=word)
         | Q(contact__email_normalized__contains=word.lower())
+        # The key holds an internationalised domain in ASCII (xn--): the address as typed.
+        | Q(contact__email__icontains=word)
     )
 
 
@@ -214,3 +217,22 @@ def connected_apps(*, owner: User) -> list[ConnectedApp]:
         )
         for connection in connections
     ]
+
+
+# --- Webhooks ------------------------------------------------------------------------------------
+
+RECENT_DELIVERIES = 50
+
+
+def webhook_subscriptions(*, owner: User) -> list[WebhookSubscription]:
+    """The owner's REST hooks, newest first (``is_active``, ``disabled_reason``)."""
+    return list(WebhookSubscription.objects.filter(owner=owner).order_by("-created_at"))
+
+
+def webhook_deliveries_recent(*, owner: User) -> list[WebhookDelivery]:
+    """The owner's latest deliveries (status, attempts, last error), newest first."""
+    return list(
+        WebhookDelivery.objects.filter(subscription__owner=owner)
+        .select_related("event", "subscription")
+        .order_by("-created_at")[:RECENT_DELIVERIES]
+    )

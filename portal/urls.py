@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import apps, configure, requests
+from .views import apps, configure, requests, webhooks
 
 app_name = "portal"
 
@@ -26,4 +26,6 @@ urlpatterns = [
     ),
     path("apps/", apps.index, name="apps"),
     path("apps/<uuid:pk>/disconnect/", apps.disconnect, name="app-disconnect"),
+    path("webhooks/", webhooks.index, name="webhooks"),
+    path("webhooks/<uuid:pk>/remove/", webhooks.remove, name="webhook-remove"),
 ]

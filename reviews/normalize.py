@@ -13,6 +13,7 @@ with a message a person can act on.
 from __future__ import annotations
 
 import enum
+import ipaddress
 import json
 import math
 import re
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import idna
 import phonenumbers
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
@@ -179,7 +181,7 @@ def parse_field(key: str, value: Any, *, default_region: str) -> Any:
     """
     spec = _FIELDS_BY_KEY[key]
     if spec.kind == FieldKind.TEXT:
-        return clean_text(value, spec.max_length or 0)
+        return clean_name(value, spec.max_length or 0)
     if spec.kind == FieldKind.EMAIL:
         return normalize_email(value)
     if spec.kind == FieldKind.PHONE:
@@ -215,25 +217,135 @@ def clean_text(value: Any, max_length: int) -> str:
     return text
 
 
-_email_validator = EmailValidator(message="Is not a valid e-mail address.")
+# Names and companies: control (Cc), format (Cf: bidi overrides such as U+202E, zero-width
+# characters, the BOM) and private-use (Co) characters are invisible or reorder what is shown
+# around them, in the portal, the admin and the messages that greet the person.
+_NAME_DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co"})
+
+
+def clean_name(value: Any, max_length: int) -> str:
+    """A name (first, last, company): NFKC, invisible characters dropped, one line.
+
+    Control, format and private-use characters are removed (whitespace among them, such as a
+    tab or a newline, counts as a space); runs of whitespace become one space; compatibility
+    forms become their plain letters (NFKC: full-width Latin letters are plain ones). A name
+    that is empty afterwards means "not given" (``""``), as a blank one does. Idempotent.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValidationError("Must be text.", code="invalid_type")
+    if _has_surrogate(value):
+        raise ValidationError("Must be valid Unicode text.", code="invalid_unicode")
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in value
+        if ch.isspace() or unicodedata.category(ch) not in _NAME_DROPPED_CATEGORIES
+    )
+    text = " ".join(unicodedata.normalize("NFKC", kept).split())
+    if len(text) > max_length:
+        raise ValidationError(
+            f"Must be at most {max_length} characters (got {len(text)}).", code="max_length"
+        )
+    return text
+
+
+# No domain allow-list: Django's default lets ``user@localhost`` through.
+_email_validator = EmailValidator(message="Is not a valid e-mail address.", allowlist=[])
 
 
 def normalize_email(value: Any) -> tuple[str, str]:
     """Return ``(address as given, dedup key)``, both ``""`` when not given.
 
-    The key is the whole address lower-cased after trimming and Unicode NFC, the common practice
-    for a dedup key (Django's ``normalize_email`` lower-cases only the domain). No
-    provider-specific rules (Gmail dots, plus-addressing): those are different mailboxes
-    elsewhere, and merging two real people is worse than keeping one person twice.
-    Idempotent: ``normalize_email(key)[1] == key``.
+    The address as given (trimmed, NFC) is what is shown and sent to. The key is the address
+    as mail systems route it (``email_key``): ``x@bücher.de``, ``x@xn--bcher-kva.de`` and
+    ``X@BÜCHER.DE`` are one mailbox, so one contact. No provider-specific rules (Gmail dots,
+    plus-addressing): those are different mailboxes elsewhere, and merging two real people is
+    worse than keeping one person twice. Idempotent: ``normalize_email(key)[1] == key``.
+
+    Refused: anything Django's ``EmailValidator`` refuses, and addresses that cannot reach a
+    mailbox on the internet: a domain that is an IP address (``user@[127.0.0.1]``), has no dot
+    (``user@intranet``) or is ``localhost`` (or under it), and a domain that is not a valid
+    internationalised domain name (IDNA 2008).
     """
     address = clean_text(value, MAX_EMAIL_LENGTH)
     if not address:
         return "", ""
     if " " in address:
         raise ValidationError("Is not a valid e-mail address.", code="invalid")
+    _, domain, a_label = _email_parts(address)
+    host = a_label if a_label is not None else domain.lower()
+    if "@" in address and host:
+        _check_public_domain(host)
     _email_validator(address)
-    return address, address.lower()
+    if a_label is None:
+        raise ValidationError(
+            "Is not a valid e-mail address (the domain is not a valid domain name).",
+            code="invalid",
+        )
+    key = email_key(address)
+    _email_validator(key)
+    if len(key) > MAX_EMAIL_LENGTH:
+        raise ValidationError(
+            f"Must be at most {MAX_EMAIL_LENGTH} characters with its domain written in ASCII "
+            f"(got {len(key)}).",
+            code="max_length",
+        )
+    return address, key
+
+
+def email_key(address: str) -> str:
+    """The dedup key of an e-mail address: what mail systems see as one mailbox.
+
+    NFKC on the whole address (``example.com`` typed in full-width letters is
+    ``example.com``), the domain as its ASCII form (IDNA 2008 with the UTS 46 mapping:
+    ``bücher.de`` is ``xn--bcher-kva.de``), everything lower case. Also applied to stored
+    contacts by the migration that introduced it (``reviews/migrations/0005_email_key_idna.py``):
+    a stored address whose domain IDNA refuses (accepted before this rule) keeps its domain
+    lower-cased.
+    """
+    if not address.strip():
+        return ""
+    local, domain, a_label = _email_parts(address.strip())
+    return f"{local.lower()}@{a_label if a_label is not None else domain.lower()}"
+
+
+def _email_parts(address: str) -> tuple[str, str, str | None]:
+    """``(local part, domain, domain's A-label form or None if IDNA refuses it)``, after NFKC."""
+    local, _, domain = unicodedata.normalize("NFKC", address).rpartition("@")
+    labels = []
+    for label in domain.split("."):
+        if label.isascii():
+            # ASCII labels as they are (lower-cased): IDNA 2008 would refuse some that DNS
+            # and mail take, such as ``ab--cd``.
+            labels.append(label.lower())
+            continue
+        try:
+            labels.append(idna.encode(label, uts46=True).decode("ascii"))
+        except (idna.IDNAError, UnicodeError):
+            return local, domain, None
+    return local, domain, ".".join(labels)
+
+
+def _check_public_domain(host: str) -> None:
+    """Refuse a domain that no mailbox on the internet has: an IP address (``[127.0.0.1]``,
+    ``192.168.0.10``), ``localhost`` or a name under it, a name without a dot."""
+    try:
+        ipaddress.ip_address(host)
+        is_ip = True
+    except ValueError:
+        is_ip = host.startswith("[")
+    if is_ip:
+        raise ValidationError(
+            "Must have a domain name, not an IP address (e.g. jane@example.com).",
+            code="ip_domain",
+        )
+    if host == "localhost" or host.endswith(".localhost") or "." not in host:
+        raise ValidationError(
+            "Must have a public domain with a dot, such as example.com "
+            "(not localhost or a local network name).",
+            code="private_domain",
+        )
 
 
 _LEADING_00 = re.compile(r"^\s*00\s*")

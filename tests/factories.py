@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from reviews.models import Contact, ReviewRequest, ReviewSite
+from reviews.normalize import email_key
 
 DEFAULT_PASSWORD = "correct horse battery staple"
 
@@ -48,7 +49,7 @@ class ContactFactory(factory.django.DjangoModelFactory):
     first_name = "Jane"
     last_name = factory.Sequence(lambda n: f"Smith{n}")
     email = factory.Sequence(lambda n: f"jane{n}@example.com")
-    email_normalized = factory.LazyAttribute(lambda c: c.email.lower())
+    email_normalized = factory.LazyAttribute(lambda c: email_key(c.email))
     phone = ""
 
 

@@ -109,7 +109,15 @@ class ContactAdmin(ReadOnlyAdmin):
         "created_at",
     )
     list_select_related = ("owner",)
-    search_fields = ("first_name", "last_name", "company_name", "email_normalized", "phone")
+    # The e-mail as typed too: the key holds an internationalised domain in ASCII (xn--).
+    search_fields = (
+        "first_name",
+        "last_name",
+        "company_name",
+        "email_normalized",
+        "email",
+        "phone",
+    )
     search_help_text = "Name, company, e-mail or phone number (written any way)."
     readonly_fields = ("metadata_pretty",)
     exclude = ("metadata",)

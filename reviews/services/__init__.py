@@ -16,6 +16,8 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
 * ``engagement``: clicks on review-site links and private feedback;
 * ``staff``: ``message_resend``, ``review_request_cancel`` (``CancelRefused``),
   ``review_request_send_now``;
+* ``events``: what each change reports to webhooks (``events.services.event_record``, in the
+  change's transaction), imported by the modules above it;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
 * ``business``: what an owner configures in the portal: profile and policy, review sites and
   their order, message wording.

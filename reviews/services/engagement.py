@@ -15,8 +15,15 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from events.models import EventType
+
 from ..click_filter import ignored_reason
 from ..models import Click, Feedback, Message, ReviewRequest, ReviewSite
+from .events import (
+    feedback_received_record,
+    review_request_click_record,
+    review_request_event_record,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +63,7 @@ def click_record(
         moments = [m for m in last_out.values() if m is not None]
         since = (now - max(moments)).total_seconds() if moments else None
         reason = ignored_reason(method=method, user_agent=user_agent, seconds_since_send=since)
-        Click.objects.create(
+        click = Click.objects.create(
             review_request=request,
             site=site,
             url=site.url,
@@ -67,11 +74,11 @@ def click_record(
             ignored_reason=reason,
         )
         if not reason:
-            _count_click(request, at=now)
+            _count_click(request, click=click, at=now)
     return ClickOutcome(url=site.url, counted=not reason, ignored_reason=reason)
 
 
-def _count_click(request: ReviewRequest, *, at) -> None:
+def _count_click(request: ReviewRequest, *, click: Click, at) -> None:
     if request.status == ReviewRequest.Status.SENDING:
         # The first message's outcome is still unknown to us, but a person holding its link
         # proves it arrived: the request was sent (when the send was attempted), then clicked.
@@ -80,6 +87,7 @@ def _count_click(request: ReviewRequest, *, at) -> None:
         if first is not None and first.sending_at:
             request.sent_at = first.sending_at
             request.save(update_fields=["sent_at"])
+        review_request_event_record(request=request, type=EventType.REVIEW_REQUEST_SENT, at=at)
     if request.status in ReviewRequest.sources(ReviewRequest.Status.CLICKED):
         request.save(
             update_fields=request.transition(
@@ -92,6 +100,9 @@ def _count_click(request: ReviewRequest, *, at) -> None:
         # knowing, but the status says why the sequence stopped.
         request.clicked_at = at
         request.save(update_fields=["clicked_at", "updated_at"])
+    else:
+        return  # reported at the first human click only
+    review_request_click_record(request=request, click=click, at=at)
 
 
 def feedback_leave(*, review_request: ReviewRequest, text: str, ip: str) -> Feedback:
@@ -109,7 +120,9 @@ def feedback_leave(*, review_request: ReviewRequest, text: str, ip: str) -> Feed
         request = ReviewRequest.objects.select_for_update().get(pk=review_request.pk)
         if request.feedback.count() >= FEEDBACK_PER_REQUEST:
             raise ValidationError({"text": "Thank you, we already have your feedback."})
-        return Feedback.objects.create(review_request=request, text=text, ip_hash=hashed)
+        feedback = Feedback.objects.create(review_request=request, text=text, ip_hash=hashed)
+        feedback_received_record(request=request, feedback=feedback)
+    return feedback
 
 
 def _under_rate(key: str, limit: int) -> bool:

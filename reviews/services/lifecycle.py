@@ -21,8 +21,11 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from events.models import EventType
+
 from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
 from .dispatch import dispatcher_kick
+from .events import review_request_ending_record, review_request_event_record
 
 # Messages that may still go out, or whose outcome is still to be reconciled: while one of
 # these exists, the request neither plans its next step nor ends.
@@ -60,6 +63,7 @@ def review_request_note_sent(
     changed: list[str] = []
     if request.status in (ReviewRequest.Status.SCHEDULED, ReviewRequest.Status.SENDING):
         changed = request.transition(ReviewRequest.Status.SENT, at=at)
+        review_request_event_record(request=request, type=EventType.REVIEW_REQUEST_SENT, at=at)
     elif request.sent_at is None:
         # Ended (opted out, cancelled) while this message was already with the provider: it
         # still reached the contact, which the cooldown must know.
@@ -180,6 +184,7 @@ def _end(
         )
         detail = "No channel of this request's messages can reach the contact any more."
     changed = request.transition(to, at=at, reason=reason, detail=detail)
+    review_request_ending_record(request=request, at=at)
     if any(m.status in Message.CANCELLABLE_STATUSES for m in messages):
         # Locked above, and a request's messages are all created with it: when none of them
         # is open, the UPDATE would find nothing.

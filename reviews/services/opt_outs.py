@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from ..models import Channel, Contact, OptOutEvent, ReviewRequest
 from ..sms_keywords import Intent, classify
+from .events import contact_opted_out_record
 from .lifecycle import review_request_advance
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ def contacts_opt_out(
                 contact.save(update_fields=changed)
                 newly += 1
             _stop_requests(contact, at=at)
+            if changed:  # reported with the requests it stopped
+                contact_opted_out_record(contact=contact, channel=channel, source=source, at=at)
     if newly:
         logger.info(
             "contacts opted out", extra={"channel": channel, "source": source, "count": newly}

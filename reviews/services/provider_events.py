@@ -17,11 +17,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from events.models import EventType
+
 from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
 from ..channels.email import email_channel
 from ..channels.sms import sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
 from ..normalize import is_uuid
+from .events import review_request_event_record
 from .lifecycle import (
     review_request_advance,
     review_request_lock,
@@ -96,9 +99,14 @@ def message_provider_status_apply(
             result = "sent"
         if outcome == Outcome.DELIVERED and message.status == Message.Status.SENT:
             message.save(update_fields=message.transition(Message.Status.DELIVERED, at=at))
-            ReviewRequest.objects.filter(
+            if ReviewRequest.objects.filter(
                 pk=message.review_request_id, status=ReviewRequest.Status.SENT
-            ).update(status=ReviewRequest.Status.DELIVERED, delivered_at=at, updated_at=at)
+            ).update(status=ReviewRequest.Status.DELIVERED, delivered_at=at, updated_at=at):
+                request = message.review_request  # read with the message, before the UPDATE
+                request.status, request.delivered_at = ReviewRequest.Status.DELIVERED, at
+                review_request_event_record(
+                    request=request, type=EventType.REVIEW_REQUEST_DELIVERED, at=at
+                )
             result = "delivered"
         elif outcome == Outcome.FAILED and message.status in (
             Message.Status.SENDING,

@@ -11,6 +11,7 @@ from django.utils import timezone
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
 from ..normalize import is_uuid
 from .dispatch import dispatcher_kick
+from .events import review_request_ending_record
 from .lifecycle import review_request_lock, review_request_lock_by_message
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ def review_request_cancel(
                 )
             )
             request.cancel_open_messages(at=now)
+            review_request_ending_record(request=request, at=now)
         elif refuse_ended:
             raise CancelRefused(
                 f"This review request already ended ({request.get_status_display().lower()}"

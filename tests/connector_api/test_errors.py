@@ -56,6 +56,20 @@ def test_404_not_found_for_any_unmatched_api_path(settings, api, path, debug):
     assert_error(api.get(path), 404, "not_found")
 
 
+@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete", "options"])
+@pytest.mark.parametrize("path", ["/api/zapier/nope", "/api/unknown-platform/me", "/api/"])
+def test_404_not_found_for_every_method_even_with_csrf_checks(path, method):
+    """A browser-like client (CSRF enforced, as for any real client): no 403 CSRF failure."""
+    client = Client(enforce_csrf_checks=True)
+    if method == "get":
+        response = client.get(path)
+    else:
+        body = '{"email": "a@example.com"}'
+        response = getattr(client, method)(path, body, content_type="application/json")
+    assert_error(response, 404, "not_found")
+    assert Client(enforce_csrf_checks=True).head(path).status_code == 404
+
+
 def test_405_method_not_allowed_lists_the_allowed_methods(api):
     response = api.delete(ME)
     assert_error(response, 405, "method_not_allowed")

@@ -102,6 +102,9 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
         ("/api/oauth/zapier/token", "post"): "token",
         ("/api/oauth/zapier/revoke", "post"): "revoke",
         ("/api/oauth/zapier/revoke_token", "post"): "revoke_token",
+        ("/api/zapier/hooks", "get"): "list_hooks",
+        ("/api/zapier/hooks", "post"): "subscribe_hook",
+        ("/api/zapier/hooks/{hook_id}", "delete"): "unsubscribe_hook",
     }
     scopes = {op["operationId"]: op.get("security") for op in operations.values()}
     assert scopes["me"] == [{"oauth2": ["read"]}]
@@ -113,6 +116,8 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
     cancel = operations[("/api/zapier/review-requests/{request_id}/cancel", "post")]
     assert {"200", "404", "409"} <= set(cancel["responses"])
     assert "Retry-After" not in cancel["responses"]["409"]["headers"]
+    assert scopes["list_hooks"] == [{"oauth2": ["read"]}]
+    assert scopes["subscribe_hook"] == scopes["unsubscribe_hook"] == [{"oauth2": ["write"]}]
     assert scopes["status"] == scopes["revoke"] == [{"oauth2": []}]
     flow = schema["components"]["securitySchemes"]["oauth2"]["flows"]["authorizationCode"]
     assert flow["authorizationUrl"] == "/api/oauth/zapier/authorize"

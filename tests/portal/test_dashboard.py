@@ -90,6 +90,8 @@ def test_filter_by_status(browser, owner):
         ("5550103", ["Aiko Tanaka"]),
         ("020 7946 0958", ["Oliver Smith"]),
         ("555", []),  # too few digits for a phone number: a word, and no name has it
+        ("bücher.de", ["Zoë Weber"]),  # the address as typed
+        ("xn--bcher", ["Zoë Weber"]),  # the address as mail systems see it
         ("nobody", []),
     ],
 )
@@ -104,6 +106,7 @@ def test_search_by_name_email_company_or_phone_written_any_way(browser, owner, s
         email="lee@example.com",
         company_name="Chen Plumbing Co",
     )
+    add_request(owner, first_name="Zoë", last_name="Weber", email="zoe@bücher.de")
     assert names(browser.get("/", {"q": search})) == found
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import string
+import unicodedata
 
 import phonenumbers
 import pytest
@@ -16,7 +17,9 @@ from reviews.normalize import (
     MAX_METADATA_BYTES,
     NEED_EMAIL_OR_PHONE,
     clean_contact_input,
+    clean_name,
     clean_text,
+    email_key,
     normalize_email,
     normalize_phone,
     parse_delay_hours,
@@ -81,6 +84,65 @@ def test_email_key_is_stable_across_case_and_surrounding_whitespace(address, rnd
         ch.upper() if ch in string.ascii_letters and rnd.random() < 0.5 else ch for ch in address
     )
     assert normalize_email(pad + variant + pad)[1] == key
+
+
+FULL_WIDTH_EXAMPLE = "\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45"  # "example", full-width
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "x@bücher.de",
+        "X@BÜCHER.DE",
+        "x@xn--bcher-kva.de",
+        "X@XN--BCHER-KVA.DE",
+        "x@bu\u0308cher.de",  # decomposed ü (NFD)
+        "x@bü\u00adcher.de",  # a soft hyphen, which IDNA ignores
+    ],
+)
+def test_email_key_writes_the_domain_as_its_idna_a_label(value):
+    assert normalize_email(value)[1] == "x@xn--bcher-kva.de"
+
+
+def test_email_key_reads_full_width_letters_as_plain_ones():
+    typed = f"x@{FULL_WIDTH_EXAMPLE}.com"
+    assert normalize_email(typed) == (typed, "x@example.com")
+
+
+def test_email_key_keeps_ascii_labels_that_idna_2008_would_refuse():
+    assert normalize_email("a@ab--cd.example.com")[1] == "a@ab--cd.example.com"
+
+
+def test_email_key_of_a_stored_address_is_the_key_the_api_computes():
+    for address in ["x@bücher.de", f"X@{FULL_WIDTH_EXAMPLE}.com", "Jane@Example.COM"]:
+        assert email_key(address) == normalize_email(address)[1]
+    # An address IDNA refuses (stored before the rule) keeps a lower-cased key.
+    assert email_key("X@\u2603.COM") == "x@\u2603.com"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("a@localhost", "public domain"),
+        ("a@Localhost", "public domain"),
+        ("a@mail.localhost", "public domain"),
+        ("a@intranet", "public domain"),
+        ("user@[127.0.0.1]", "not an IP address"),
+        ("user@[IPv6:2001:db8::1]", "not an IP address"),
+        ("user@127.0.0.1", "not an IP address"),
+        ("user@\u2603.com", "not a valid domain name"),  # a symbol: not a valid IDN
+        ("a@" + "ü" * 60 + ".com", "not a valid"),  # its A-label is over 63 characters
+    ],
+)
+def test_email_without_a_public_domain_name_is_rejected_with_a_reason(value, message):
+    with pytest.raises(ValidationError, match=message):
+        normalize_email(value)
+
+
+def test_email_whose_ascii_form_exceeds_254_characters_is_rejected():
+    domain = ".".join(["ü" * 20] * 10) + ".de"  # 212 characters; 332 in ASCII
+    with pytest.raises(ValidationError, match="at most 254"):
+        normalize_email("jane@" + domain)
 
 
 # --- phone ----------------------------------------------------------------------------------------
@@ -282,6 +344,47 @@ def test_text_longer_than_its_limit_is_rejected():
     clean_text("x" * 100, 100)
     with pytest.raises(ValidationError, match="at most 100"):
         clean_text("x" * 101, 100)
+
+
+@pytest.mark.parametrize(
+    ("value", "clean"),
+    [
+        ("\u202eevil\u202c", "evil"),  # bidi override and pop
+        ("Ja\u200bne", "Jane"),  # zero-width space
+        ("\ufeffJane", "Jane"),  # byte-order mark
+        ("Jane\U000f0000", "Jane"),  # supplementary private use
+        ("Ja\x00ne\x1b", "Jane"),  # control characters
+        ("Jane\u2028Marie\x85x", "Jane Marie x"),  # line separators are spaces
+        ("\uff2a\uff41\uff4e\uff45 \ufb01", "Jane fi"),  # NFKC
+        ("Zoë", "Zoë"),
+        ("\u200b\u202e \ufeff", ""),  # nothing left: not given
+    ],
+)
+def test_name_is_nfkc_without_control_format_or_private_use_characters(value, clean):
+    assert clean_name(value, 100) == clean
+
+
+def test_name_longer_than_its_limit_after_cleaning_is_rejected():
+    assert clean_name("x" * 100 + "\u200b" * 50, 100) == "x" * 100
+    with pytest.raises(ValidationError, match="at most 100"):
+        clean_name("x" * 101, 100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=60))
+def test_name_cleaning_is_idempotent_and_leaves_nothing_invisible(value):
+    clean = clean_name(value, 1000)
+    assert clean_name(clean, 1000) == clean
+    assert clean == clean.strip()
+    assert not any(unicodedata.category(ch) in {"Cc", "Cf", "Co"} for ch in clean)
+
+
+def test_clean_contact_input_treats_an_invisible_name_as_absent():
+    clean = clean_contact_input(
+        {"first_name": "\u200b", "company_name": "\ue000", "email": "jane@example.com"},
+        default_region="US",
+    )
+    assert (clean.first_name, clean.company_name) == ("", "")
 
 
 # --- the whole input ------------------------------------------------------------------------------

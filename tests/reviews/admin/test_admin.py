@@ -152,6 +152,14 @@ def test_contacts_search_by_phone_written_any_way_and_filter_opted_out(staff, bu
     assert "Phoebe" not in zeros
 
 
+def test_contacts_search_finds_an_internationalised_address_either_way(staff, business):
+    add_request(business, email="zoe@bücher.de", first_name="Zoë")
+    add_request(business, email="olive@example.com", first_name="Olive")
+    for search in ("bücher.de", "xn--bcher-kva"):
+        found = staff.get("/admin/reviews/contact/", {"q": search}).content.decode()
+        assert "Zoë" in found and "Olive" not in found, search
+
+
 def test_import_page_runs_the_import_and_shows_the_report(staff, business):
     upload = SimpleUploadedFile(
         "contacts.csv",

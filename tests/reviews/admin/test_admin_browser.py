@@ -61,7 +61,7 @@ def test_staff_import_a_csv_and_see_the_per_row_report(page, staff_user, busines
     assert "6 rows read, 3 review requests were scheduled, 1 was skipped" in report.inner_text()
     rows = page.get_by_test_id("import-errors").locator("tbody tr")
     assert rows.count() == 2
-    assert rows.nth(0).inner_text().startswith("3\tE-mail: Is not a valid e-mail address.")
+    assert rows.nth(0).inner_text().startswith("3\tE-mail: Must have a public domain with a dot")
     assert rows.nth(1).inner_text().startswith("6\tMobile phone number: Is not a valid")
     assert "Shoe size" in report.inner_text()  # the ignored column
     assert "already has a review request" in report.inner_text()  # row 5 repeats row 2

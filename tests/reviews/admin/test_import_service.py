@@ -74,6 +74,25 @@ def test_import_dedups_repeated_rows_and_applies_the_cooldown(owner):
     assert ReviewRequest.objects.count() == 1
 
 
+def test_import_reads_names_and_addresses_as_the_api_does(owner):
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes(
+            "First Name,Company,Email",
+            "\u202eJa\u200bne\ufeff,Acme\ue000 Inc,x@bücher.de",
+            "\u200b,,X@xn--bcher-kva.de",
+            "Bob,,bob@localhost",
+        ),
+    )
+    assert report.scheduled == 1
+    assert report.outcomes[ContactAddOutcome.ALREADY_ACTIVE] == 1
+    assert [(e.row, e.reason.split(":")[0]) for e in report.errors] == [(4, "E-mail")]
+    assert "public domain" in report.errors[0].reason
+    contact = Contact.objects.get()
+    assert (contact.first_name, contact.company_name) == ("Jane", "Acme Inc")
+    assert contact.email_normalized == "x@xn--bcher-kva.de"
+
+
 def test_import_never_writes_to_opted_out_channels(owner):
     contacts_import(owner=owner, raw=csv_bytes("Email", "jane@example.com"))
     contact = Contact.objects.get()

@@ -1,0 +1,62 @@
+"""Staff admin: subscriptions without their secrets, deliveries, and "redeliver"."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from events.models import EventType, WebhookDelivery, WebhookSubscription
+from events.services import event_record, webhooks_deliver_due
+from tests.events.conftest import subscribe
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
+
+
+def test_subscriptions_and_deliveries_are_listed_without_secrets(staff, owner, receiver):
+    subscription = subscribe(owner, EventType.FEEDBACK_RECEIVED, receiver.url)
+    with transaction.atomic():
+        event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={"id": "x"})
+    receiver.answer(503)
+    webhooks_deliver_due()
+    page = staff.get("/admin/events/webhooksubscription/").content.decode()
+    assert receiver.url in page and subscription.secret not in page
+    detail = staff.get(f"/admin/events/webhooksubscription/{subscription.pk}/change/")
+    assert detail.status_code == 200 and subscription.secret not in detail.content.decode()
+    deliveries = staff.get("/admin/events/webhookdelivery/").content.decode()
+    assert "feedback.received" in deliveries and "HTTP 503" in deliveries
+
+
+def test_redeliver_sends_the_selected_deliveries_again(staff, owner, receiver):
+    subscribe(owner, EventType.FEEDBACK_RECEIVED, receiver.url)
+    with transaction.atomic():
+        event = event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={"id": "x"})
+    webhooks_deliver_due()
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.status == "delivered"
+    response = staff.post(
+        "/admin/events/webhookdelivery/",
+        {"action": "redeliver", "_selected_action": [delivery.pk]},
+        follow=True,
+    )
+    assert "1 deliveries queued again." in response.content.decode()
+    assert webhooks_deliver_due().delivered == 1
+    assert [c.json["id"] for c in receiver.received()] == [str(event.id)] * 2
+
+
+def test_redeliver_skips_a_disabled_subscription(staff, owner, receiver):
+    subscription = subscribe(owner, EventType.FEEDBACK_RECEIVED, receiver.url)
+    with transaction.atomic():
+        event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={"id": "x"})
+    WebhookSubscription.objects.filter(pk=subscription.pk).update(disabled_at=timezone.now())
+    WebhookDelivery.objects.update(status="failed", next_attempt_at=None)
+    response = staff.post(
+        "/admin/events/webhookdelivery/",
+        {
+            "action": "redeliver",
+            "_selected_action": list(WebhookDelivery.objects.values_list("pk", flat=True)),
+        },
+        follow=True,
+    )
+    assert "1 skipped: their subscription is disabled." in response.content.decode()
+    assert WebhookDelivery.objects.get().status == "failed"
