@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -76,35 +76,6 @@ def contacts_find(*, owner: User, email_key: str = "", phone: str = "") -> list[
         return []
     found = list(Contact.objects.filter(match, owner=owner))
     return sorted(found, key=lambda contact: contact.email_normalized != email_key)
-
-
-def review_request_summary(*, review_request: ReviewRequest) -> str:
-    """Where a request stands, in plain words (the API's ``message`` when it reads one)."""
-    request = review_request
-    name = request.contact.display_name
-    status = request.Status
-    if request.status == status.SCHEDULED:
-        return f"Review request for {name} scheduled for {_utc(request.scheduled_for)}."
-    if request.status == status.SENDING:
-        return f"The review request for {name} is being sent."
-    if request.status in (status.SENT, status.DELIVERED):
-        verb = "delivered to" if request.status == status.DELIVERED else "sent to"
-        return (
-            f"Review request {verb} {name} (first message sent {_utc(request.sent_at)}); "
-            "follow-ups stop as soon as they click or opt out."
-        )
-    why = request.get_ended_reason_display()
-    detail = request.ended_detail.rstrip(".")
-    if detail:
-        why = f"{why} ({detail})" if why else detail
-    return (
-        f"Review request for {name} ended {_utc(request.ended_at)}: "
-        f"{request.get_status_display().lower()}." + (f" {why}." if why else "")
-    )
-
-
-def _utc(moment: datetime | None) -> str:
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else "at an unknown time"
 
 
 # --- One request's timeline (owner portal and staff admin) ---------------------------------------

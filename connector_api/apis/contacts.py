@@ -17,14 +17,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.apis.review_requests import ReviewRequestSerializer, iso_utc, review_request_body
-from connector_api.openapi import REVIEW_REQUEST_EXAMPLE
+from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.permissions import TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
+from core.times import iso_utc
 from reviews import selectors
 from reviews.models import Contact
 from reviews.normalize import normalize_email, normalize_phone
+from reviews.representations import review_request_object
 
 
 class ContactSerializer(serializers.Serializer):
@@ -56,7 +57,9 @@ def contact_body(contact: Contact) -> dict[str, Any]:
         "sms_opted_out": contact.sms_opted_out_at is not None,
         "email_opted_out": contact.email_opted_out_at is not None,
         "created_at": iso_utc(contact.created_at),
-        "latest_review_request": review_request_body(latest, contact=contact) if latest else None,
+        "latest_review_request": (
+            review_request_object(latest, contact=contact) if latest else None
+        ),
     }
 
 

@@ -3,9 +3,9 @@ platform polls), ``GET .../review-requests/<id>`` (one request and its timeline)
 ``POST .../review-requests/<id>/cancel``.
 
 Every request is looked up within the token owner's own: another owner's id is a 404, exactly
-as an id that does not exist. The items are ``review_request_body``'s object, the one shape of a
-review request in the API; the rules (what a timeline holds, what a cancel does) are
-``reviews.selectors`` and ``reviews.services``'.
+as an id that does not exist. The items are ``reviews.representations.review_request_object``,
+the one shape of a review request in the API and the events; the rules (what a timeline holds,
+what a cancel does) are ``reviews.selectors`` and ``reviews.services``'.
 """
 
 from __future__ import annotations
@@ -25,20 +25,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.apis.review_requests import (
-    ReviewRequestSerializer,
-    iso_utc,
-    review_request_body,
-)
-from connector_api.openapi import REVIEW_REQUEST_EXAMPLE
+from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.pagination import PageQuerySerializer, page
 from connector_api.permissions import TokenHasRequiredScopes
 from core.errors import ApiError
 from core.openapi import Error, error_responses
 from core.ratelimit import RateLimitedView
+from core.times import iso_utc
 from reviews import selectors
 from reviews.models import ReviewRequest
 from reviews.normalize import is_uuid
+from reviews.representations import review_request_object
 from reviews.services import CancelRefused, review_request_cancel
 
 NOT_FOUND = "No review request with this id."
@@ -117,7 +114,7 @@ class ReviewRequestListApi(RateLimitedView, APIView):
             owner=request.user, status=params.get("status", ""), changed_since=params["since"]
         )
         items, next_cursor = page(requests, limit=params["limit"], cursor=params["cursor"])
-        return Response({"results": [review_request_body(r) for r in items], "next": next_cursor})
+        return Response({"results": [review_request_object(r) for r in items], "next": next_cursor})
 
 
 class TimelineEventSerializer(serializers.Serializer):
@@ -139,7 +136,7 @@ class ReviewRequestDetailSerializer(ReviewRequestSerializer):
 def detail_body(review_request: ReviewRequest) -> dict[str, Any]:
     timeline = selectors.review_request_timeline(review_request=review_request)
     return {
-        **review_request_body(review_request),
+        **review_request_object(review_request),
         "timeline": [
             {"at": iso_utc(e.at), "kind": e.kind, "title": e.title, "detail": e.detail}
             for e in timeline
@@ -207,4 +204,4 @@ class ReviewRequestCancelApi(RateLimitedView, APIView):
             )
         except CancelRefused as exc:
             raise ApiError(409, "already_ended", str(exc)) from None
-        return Response(review_request_body(cancelled, contact=found.contact))
+        return Response(review_request_object(cancelled, contact=found.contact))

@@ -8,7 +8,6 @@ cannot drift apart. The rules (normalisation, dedup, cooldown, channels, quiet h
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -16,7 +15,6 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
-    extend_schema_serializer,
 )
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
@@ -25,31 +23,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
-from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ContactRequest, InputFieldsResponse
+from connector_api.openapi import (
+    REVIEW_REQUEST_EXAMPLE,
+    ContactRequest,
+    InputFieldsResponse,
+    ReviewRequestSerializer,
+)
 from connector_api.permissions import TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
-from reviews import selectors
-from reviews.models import BusinessSettings, Contact, ReviewRequest
+from reviews.models import BusinessSettings, Contact
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
+from reviews.representations import review_request_object
 from reviews.services import contact_add
 
 ENDPOINT = "send-review-request"
-
-
-@extend_schema_serializer(component_name="ReviewRequest")
-class ReviewRequestSerializer(serializers.Serializer):
-    """The review request as the API contract names it (docs/api.md): the answer of the POST,
-    an item of the list, the top of one request's detail."""
-
-    id = serializers.CharField()
-    contact_id = serializers.CharField()
-    contact_name = serializers.CharField(allow_blank=True)
-    contact_email = serializers.CharField(allow_null=True)
-    contact_phone = serializers.CharField(allow_null=True)
-    scheduled_for = serializers.CharField()
-    status = serializers.CharField()
-    message = serializers.CharField()
 
 
 class SendReviewRequestApi(RateLimitedView, APIView):
@@ -137,35 +125,10 @@ class SendReviewRequestApi(RateLimitedView, APIView):
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the contract's strings and nulls: OutputSerializer documents it.
-        body = review_request_body(
+        body = review_request_object(
             result.review_request, contact=result.contact, message=result.message
         )
         return Response(body, status=201 if result.created else 200)
-
-
-def review_request_body(
-    request: ReviewRequest, *, contact: Contact | None = None, message: str | None = None
-) -> dict[str, Any]:
-    """The review-request fields the API contract names (docs/api.md), and nothing else.
-    ``contact``: the request's, when the caller holds it; ``message``: what was just done (the
-    POST), else where the request stands (``reviews.selectors.review_request_summary``)."""
-    contact = contact or request.contact
-    if message is None:
-        message = selectors.review_request_summary(review_request=request)
-    return {
-        "id": str(request.id),
-        "contact_id": str(contact.id),
-        "contact_name": contact.full_name,
-        "contact_email": contact.email or None,
-        "contact_phone": contact.phone or None,
-        "scheduled_for": iso_utc(request.scheduled_for),
-        "status": str(request.status),
-        "message": message,
-    }
-
-
-def iso_utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class SendReviewRequestFieldsApi(RateLimitedView, APIView):
