@@ -4,10 +4,10 @@ connector API's answers (create, list, detail, cancel, contact lookup) and the e
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from core.times import iso_utc
+from core.times import human_utc, iso_utc
 
 from .models import Contact, ReviewRequest
 
@@ -59,4 +59,4 @@ def review_request_summary(*, review_request: ReviewRequest, contact: Contact | 
 
 
 def _utc(moment: datetime | None) -> str:
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else "at an unknown time"
+    return human_utc(moment) if moment else "at an unknown time"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+
+from core.times import human_utc
 
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
 from ..normalize import is_uuid
@@ -116,7 +117,7 @@ def review_request_cancel(
         elif refuse_ended:
             raise CancelRefused(
                 f"This review request already ended ({request.get_status_display().lower()}"
-                f" on {request.ended_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC): "
+                f" on {human_utc(request.ended_at)}): "
                 f"{request.get_ended_reason_display() or 'nothing is left to send'}. "
                 "Nothing was changed."
             )
@@ -173,7 +174,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
                 f"Quiet hours: {channel_name} goes out only between "
                 f"{allowed.window.start:%H:%M} and {allowed.window.end:%H:%M} in the "
                 f"recipient's time zone ({', '.join(allowed.zones)}); the earliest allowed time "
-                f"is {allowed.at.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
+                f"is {human_utc(allowed.at)}."
             )
         if message.due_at is None or message.due_at > now:
             message.due_at = now
