@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.contrib.django_oauth_toolkit import DjangoOAuthToolkitScheme
-from drf_spectacular.utils import OpenApiExample, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from connector_api.permissions import TokenHasRequiredScopes
@@ -94,6 +94,23 @@ def _contact_request_serializer() -> type[serializers.Serializer]:
 
 
 ContactRequest = _contact_request_serializer()
+
+
+# Documents the one review-request object (reviews.representations.review_request_object builds
+# every body: the API's answers and the events' data); it never renders anything itself.
+@extend_schema_serializer(component_name="ReviewRequest")
+class ReviewRequestSerializer(serializers.Serializer):
+    """The review request as the API contract names it (docs/api.md): the answer of a create
+    and of a cancel, an item of the list, the top of one request's detail, a contact's latest."""
+
+    id = serializers.CharField()
+    contact_id = serializers.CharField()
+    contact_name = serializers.CharField(allow_blank=True)
+    contact_email = serializers.CharField(allow_null=True)
+    contact_phone = serializers.CharField(allow_null=True)
+    scheduled_for = serializers.CharField()
+    status = serializers.CharField()
+    message = serializers.CharField()
 
 
 class InputField(serializers.Serializer):
@@ -228,7 +245,10 @@ def postprocess(result: dict[str, Any], generator, request, public) -> dict[str,
                 headers = response.setdefault("headers", {})
                 for name in _EVERY_RESPONSE:
                     headers[name] = _header_ref(name)
-                if status in _RETRY_AFTER_STATUSES:
+                # A 409 that is not an idempotency conflict (a cancel of an ended request)
+                # is final: no Retry-After.
+                retried = status != "409" or "idempotency_in_progress" in response["description"]
+                if status in _RETRY_AFTER_STATUSES and retried:
                     headers["Retry-After"] = _header_ref("Retry-After")
                 response["headers"] = dict(sorted(headers.items()))
     return result

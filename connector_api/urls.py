@@ -7,7 +7,13 @@ redirect would break Zapier, which refuses redirects to loopback hosts.
 from django.urls import path
 
 from connector_api.apis.connection import MeApi, StatusApi
+from connector_api.apis.contacts import ContactLookupApi
 from connector_api.apis.hooks import HookApi, HooksApi
+from connector_api.apis.review_request_reads import (
+    ReviewRequestCancelApi,
+    ReviewRequestDetailApi,
+    ReviewRequestListApi,
+)
 from connector_api.apis.review_requests import SendReviewRequestApi, SendReviewRequestFieldsApi
 
 app_name = "connector_api"
@@ -23,4 +29,16 @@ urlpatterns: list = [
         SendReviewRequestFieldsApi.as_view(),
         name="send-review-request-fields",
     ),
+    path("review-requests", ReviewRequestListApi.as_view(), name="review-requests"),
+    path(
+        "review-requests/<str:request_id>",
+        ReviewRequestDetailApi.as_view(),
+        name="review-request",
+    ),
+    path(
+        "review-requests/<str:request_id>/cancel",
+        ReviewRequestCancelApi.as_view(),
+        name="review-request-cancel",
+    ),
+    path("contacts", ContactLookupApi.as_view(), name="contacts"),
 ]

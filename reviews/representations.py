@@ -1,34 +1,26 @@
 """The review-request object of the API contract (docs/api.md), built in one place: the
-connector API's responses and the events' ``data`` (docs/events.md) both use it."""
+connector API's answers (create, list, detail, cancel, contact lookup) and the events' ``data``
+(docs/events.md) all use it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from core.times import iso_utc
+from core.times import human_utc, iso_utc
 
 from .models import Contact, ReviewRequest
-
-# The ``message`` of a request read back (an API answer to a create has its own).
-STATUS_MESSAGES = {
-    ReviewRequest.Status.SCHEDULED: "The review request is scheduled.",
-    ReviewRequest.Status.SENDING: "The review request is being sent.",
-    ReviewRequest.Status.SENT: "The review request was sent.",
-    ReviewRequest.Status.DELIVERED: "The review request was delivered.",
-    ReviewRequest.Status.CLICKED: "The contact clicked a review link.",
-    ReviewRequest.Status.COMPLETED: "Every message of the review request was sent.",
-    ReviewRequest.Status.FAILED: "The review request could not be delivered.",
-    ReviewRequest.Status.CANCELLED: "The review request was cancelled.",
-    ReviewRequest.Status.OPTED_OUT: "The contact opted out; nothing more will be sent.",
-}
 
 
 def review_request_object(
     request: ReviewRequest, *, contact: Contact | None = None, message: str | None = None
 ) -> dict[str, Any]:
     """The review-request fields the API contract names, and nothing else. ``contact``: the
-    request's contact when the caller holds it; ``message``: the default says the status."""
+    request's contact when the caller holds it; ``message``: what was just done (a create's
+    answer), else where the request stands (``review_request_summary``)."""
     contact = contact or request.contact
+    if message is None:
+        message = review_request_summary(review_request=request, contact=contact)
     return {
         "id": str(request.id),
         "contact_id": str(contact.id),
@@ -37,5 +29,34 @@ def review_request_object(
         "contact_phone": contact.phone or None,
         "scheduled_for": iso_utc(request.scheduled_for),
         "status": str(request.status),
-        "message": STATUS_MESSAGES.get(request.status, "") if message is None else message,
+        "message": message,
     }
+
+
+def review_request_summary(*, review_request: ReviewRequest, contact: Contact | None = None) -> str:
+    """Where a request stands, in plain words: the ``message`` of a request read back."""
+    request = review_request
+    name = (contact or request.contact).display_name
+    status = request.Status
+    if request.status == status.SCHEDULED:
+        return f"Review request for {name} scheduled for {_utc(request.scheduled_for)}."
+    if request.status == status.SENDING:
+        return f"The review request for {name} is being sent."
+    if request.status in (status.SENT, status.DELIVERED):
+        verb = "delivered to" if request.status == status.DELIVERED else "sent to"
+        return (
+            f"Review request {verb} {name} (first message sent {_utc(request.sent_at)}); "
+            "follow-ups stop as soon as they click or opt out."
+        )
+    why = request.get_ended_reason_display()
+    detail = request.ended_detail.rstrip(".")
+    if detail:
+        why = f"{why} ({detail})" if why else detail
+    return (
+        f"Review request for {name} ended {_utc(request.ended_at)}: "
+        f"{request.get_status_display().lower()}." + (f" {why}." if why else "")
+    )
+
+
+def _utc(moment: datetime | None) -> str:
+    return human_utc(moment) if moment else "at an unknown time"

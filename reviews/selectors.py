@@ -11,6 +11,8 @@ from django.db.models import Count, F, Q, QuerySet, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from accounts.models import User
+
 from .models import Click, Contact, Feedback, Message, OptOutEvent, ReviewRequest
 from .normalize import email_search_text, normalize_email, normalize_phone
 
@@ -102,6 +104,34 @@ def review_request_blocking(
 
 def review_request_latest(*, contact: Contact) -> ReviewRequest | None:
     return ReviewRequest.objects.filter(contact=contact).order_by("-created_at").first()
+
+
+def review_requests_of(
+    *, owner: User, status: str = "", changed_since: datetime | None = None
+) -> QuerySet[ReviewRequest]:
+    """An owner's requests, newest first (``created_at``, then ``id``: a total order, for
+    keyset pagination), with their contacts; optionally one ``status`` and only those changed
+    (``updated_at``) at or after ``changed_since``."""
+    requests = ReviewRequest.objects.filter(owner=owner).select_related("contact")
+    if status:
+        requests = requests.filter(status=status)
+    if changed_since is not None:
+        requests = requests.filter(updated_at__gte=changed_since)
+    return requests.order_by("-created_at", "-id")
+
+
+def contacts_find(*, owner: User, email_key: str = "", phone: str = "") -> list[Contact]:
+    """An owner's contacts with this normalised e-mail (``normalize_email``'s key) or this
+    E.164 phone: at most one each (the dedup keys are unique per owner), the e-mail's first."""
+    match = Q()
+    if email_key:
+        match |= Q(email_normalized=email_key)
+    if phone:
+        match |= Q(phone=phone)
+    if not match:
+        return []
+    found = list(Contact.objects.filter(match, owner=owner))
+    return sorted(found, key=lambda contact: contact.email_normalized != email_key)
 
 
 # --- One request's timeline (owner portal and staff admin) ---------------------------------------

@@ -15,7 +15,6 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
-    extend_schema_serializer,
 )
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
@@ -24,14 +23,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
-from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ContactRequest, InputFieldsResponse
+from connector_api.openapi import (
+    REVIEW_REQUEST_EXAMPLE,
+    ContactRequest,
+    InputFieldsResponse,
+    ReviewRequestSerializer,
+)
 from connector_api.permissions import TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
 from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
 from reviews.representations import review_request_object
-from reviews.services import ContactAddResult, contact_add
+from reviews.services import contact_add
 
 ENDPOINT = "send-review-request"
 
@@ -54,16 +58,7 @@ class SendReviewRequestApi(RateLimitedView, APIView):
             except DjangoValidationError as exc:
                 raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
 
-    @extend_schema_serializer(component_name="ReviewRequest")
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.CharField()
-        contact_id = serializers.CharField()
-        contact_name = serializers.CharField(allow_blank=True)
-        contact_email = serializers.CharField(allow_null=True)
-        contact_phone = serializers.CharField(allow_null=True)
-        scheduled_for = serializers.CharField()
-        status = serializers.CharField()
-        message = serializers.CharField()
+    OutputSerializer = ReviewRequestSerializer
 
     def handle_exception(self, exc: Exception) -> Response:
         # The contract for this endpoint: a body that is not JSON is a 400 invalid_request.
@@ -130,15 +125,10 @@ class SendReviewRequestApi(RateLimitedView, APIView):
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the contract's strings and nulls: OutputSerializer documents it.
-        return Response(review_request_body(result), status=201 if result.created else 200)
-
-
-def review_request_body(result: ContactAddResult) -> dict[str, Any]:
-    """The contract's review-request object (``reviews.representations``) with the answer's
-    own ``message``."""
-    return review_request_object(
-        result.review_request, contact=result.contact, message=result.message
-    )
+        body = review_request_object(
+            result.review_request, contact=result.contact, message=result.message
+        )
+        return Response(body, status=201 if result.created else 200)
 
 
 class SendReviewRequestFieldsApi(RateLimitedView, APIView):

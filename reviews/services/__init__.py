@@ -14,7 +14,8 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
 * ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``;
 * ``opt_outs``: opt-out and opt-in, the audit, SMS replies, e-mail unsubscribes;
 * ``engagement``: clicks on review-site links and private feedback;
-* ``staff``: ``message_resend``, ``review_request_cancel``, ``review_request_send_now``;
+* ``staff``: ``message_resend``, ``review_request_cancel`` (``CancelRefused``),
+  ``review_request_send_now``;
 * ``events``: what each change reports to webhooks (``events.services.event_record``, in the
   change's transaction), imported by the modules above it;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
@@ -61,6 +62,7 @@ from .provider_events import (
 )
 from .sending import SendResult, message_send, messages_send
 from .staff import (
+    CancelRefused,
     ResendRefused,
     SendNowRefused,
     message_resend,
@@ -69,6 +71,7 @@ from .staff import (
 )
 
 __all__ = [
+    "CancelRefused",
     "ContactAddOutcome",
     "ContactAddResult",
     "DispatchResult",

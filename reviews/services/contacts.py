@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
+from core.times import human_utc
 
 from .. import db, selectors
 from ..models import (
@@ -344,7 +345,7 @@ def _scheduled_message(
 
 
 def _when(moment: datetime | None) -> str:
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else "an unknown time"
+    return human_utc(moment) if moment else "an unknown time"
 
 
 def _day(moment: datetime | None) -> str:

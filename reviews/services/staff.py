@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+
+from core.times import human_utc
 
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
 from ..normalize import is_uuid
@@ -88,9 +89,17 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
     return message
 
 
-def review_request_cancel(*, review_request: ReviewRequest, detail: str = "") -> ReviewRequest:
+class CancelRefused(Exception):
+    """A cancel of a request that has already ended; the message says how and when."""
+
+
+def review_request_cancel(
+    *, review_request: ReviewRequest, detail: str = "", refuse_ended: bool = False
+) -> ReviewRequest:
     """Stop a request now (staff or the business): unsent messages are cancelled in one UPDATE.
-    A message already with the provider cannot be called back. Idempotent for ended requests."""
+    A message already with the provider cannot be called back. Idempotent for ended requests,
+    unless ``refuse_ended``: then an ended request (read under the lock) raises
+    ``CancelRefused`` saying why, as the API's cancel answers it."""
     now = timezone.now()
     with transaction.atomic():
         request = ReviewRequest.objects.select_for_update().get(pk=review_request.pk)
@@ -105,6 +114,13 @@ def review_request_cancel(*, review_request: ReviewRequest, detail: str = "") ->
             )
             request.cancel_open_messages(at=now)
             review_request_ending_record(request=request, at=now)
+        elif refuse_ended:
+            raise CancelRefused(
+                f"This review request already ended ({request.get_status_display().lower()}"
+                f" on {human_utc(request.ended_at)}): "
+                f"{request.get_ended_reason_display() or 'nothing is left to send'}. "
+                "Nothing was changed."
+            )
     return request
 
 
@@ -158,7 +174,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
                 f"Quiet hours: {channel_name} goes out only between "
                 f"{allowed.window.start:%H:%M} and {allowed.window.end:%H:%M} in the "
                 f"recipient's time zone ({', '.join(allowed.zones)}); the earliest allowed time "
-                f"is {allowed.at.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
+                f"is {human_utc(allowed.at)}."
             )
         if message.due_at is None or message.due_at > now:
             message.due_at = now

@@ -95,6 +95,10 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
         ("/api/zapier/status", "get"): "status",
         ("/api/zapier/send-review-request", "post"): "send_review_request",
         ("/api/zapier/send-review-request/fields", "get"): "send_review_request_fields",
+        ("/api/zapier/review-requests", "get"): "review_requests_list",
+        ("/api/zapier/review-requests/{request_id}", "get"): "review_requests_retrieve",
+        ("/api/zapier/review-requests/{request_id}/cancel", "post"): "review_requests_cancel",
+        ("/api/zapier/contacts", "get"): "contacts_lookup",
         ("/api/oauth/zapier/token", "post"): "token",
         ("/api/oauth/zapier/revoke", "post"): "revoke",
         ("/api/oauth/zapier/revoke_token", "post"): "revoke_token",
@@ -106,6 +110,12 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
     assert scopes["me"] == [{"oauth2": ["read"]}]
     assert scopes["send_review_request_fields"] == [{"oauth2": ["read"]}]
     assert scopes["send_review_request"] == [{"oauth2": ["write"]}]
+    for read in ("review_requests_list", "review_requests_retrieve", "contacts_lookup"):
+        assert scopes[read] == [{"oauth2": ["read"]}], read
+    assert scopes["review_requests_cancel"] == [{"oauth2": ["write"]}]
+    cancel = operations[("/api/zapier/review-requests/{request_id}/cancel", "post")]
+    assert {"200", "404", "409"} <= set(cancel["responses"])
+    assert "Retry-After" not in cancel["responses"]["409"]["headers"]
     assert scopes["list_hooks"] == [{"oauth2": ["read"]}]
     assert scopes["subscribe_hook"] == scopes["unsubscribe_hook"] == [{"oauth2": ["write"]}]
     assert scopes["status"] == scopes["revoke"] == [{"oauth2": []}]

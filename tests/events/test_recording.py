@@ -3,7 +3,7 @@ delivery row per subscription of its owner to its type; a change rolled back rep
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.db import transaction
@@ -74,6 +74,7 @@ def test_sent_carries_the_contract_object_and_channel(business, subscribed):
     event = the_event(EventType.REVIEW_REQUEST_SENT)
     assert event.owner_id == business.pk
     contact = request.contact
+    sent_at = request.sent_at.astimezone(UTC)
     assert event.data == {
         "id": str(request.pk),
         "contact_id": str(contact.pk),
@@ -82,7 +83,10 @@ def test_sent_carries_the_contract_object_and_channel(business, subscribed):
         "contact_phone": None,
         "scheduled_for": iso_utc(request.scheduled_for),
         "status": "sent",
-        "message": "The review request was sent.",
+        "message": (
+            f"Review request sent to Jane (first message sent {sent_at:%Y-%m-%d %H:%M} UTC); "
+            "follow-ups stop as soon as they click or opt out."
+        ),
         "channel": "email",
     }
     (delivery,) = WebhookDelivery.objects.filter(event=event)

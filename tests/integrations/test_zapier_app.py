@@ -6,7 +6,9 @@ client, and plays the owner's browser through login and consent to get an author
 (Zapier's backend does that part in production). The jest suite then exchanges it with the
 app's own getAccessToken, tests the connection and its label, refreshes, loads the dynamic
 fields through Zapier's schema checks, creates a review request, replays a retried create, and
-maps 400/401/429 as Zapier expects.
+maps 400/401/429 as Zapier expects. Then the outcomes: each trigger's performList over requests
+pytest moved along their lifecycle first, Find Contact, Cancel Review Request, and the REST hook
+subscribe and unsubscribe. Every jest test runs: none may be skipped.
 """
 
 from __future__ import annotations
@@ -15,20 +17,25 @@ import json
 import secrets
 import shutil
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
+from django.utils import timezone
 
+from reviews.models import ReviewRequest
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 from tests.oauth_provider.conftest import pkce_pair
 from tests.support.consent import approve, log_in
 from tests.support.oauth import CLIENT_SECRET, REDIRECT_URI, issue_tokens, make_application
+from tests.support.portal_data import add_request, click, fail, leave_feedback, opt_out, send_first
 from tests.support.processes import ROOT, ServiceProcesses
 
 APP_DIR = ROOT / "integrations" / "zapier"
-RATE_LIMIT = 40
+RATE_LIMIT = 100  # the suite's own requests stay under it; _exhausted_token spends it
+FEEDBACK_TEXT = "The plumber was late, but the work is good."
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -97,11 +104,58 @@ def _exhausted_token(base_url: str) -> str:
     return access
 
 
+def _outcomes(owner) -> dict[str, str]:
+    """Requests of ``owner`` at each outcome a trigger reports, one still active to cancel, and
+    another owner's request (which must stay out of reach)."""
+    at = timezone.now() - timedelta(hours=1)
+    added = at - timedelta(minutes=1)
+
+    def sent(email: str, **kwargs) -> ReviewRequest:
+        request = add_request(
+            owner, created_at=added, first_name="Zap", last_name=email, email=f"{email}@x.example"
+        )
+        send_first(request, at=at, **kwargs)
+        return request
+
+    clicked = sent("clicked")
+    click(clicked, at=at + timedelta(minutes=5))
+    leave_feedback(
+        sent("feedback", delivered=True), at=at + timedelta(minutes=6), text=FEEDBACK_TEXT
+    )
+    opt_out(sent("optedout"), at=at + timedelta(minutes=7), channel="email")
+    completed = sent("completed")
+    completed.save(
+        update_fields=completed.transition(
+            ReviewRequest.Status.COMPLETED,
+            at=at + timedelta(minutes=8),
+            reason=ReviewRequest.EndedReason.SEQUENCE_FINISHED,
+        )
+    )
+    failed = add_request(owner, created_at=added, email="failed@x.example")
+    fail(failed, at=at + timedelta(minutes=9), code="550", error="Mailbox does not exist")
+    active = add_request(owner, email="cancel@x.example", delay_hours=24)
+    theirs = add_request(UserFactory(), email="cancel@x.example", delay_hours=24)
+    return {
+        "CANCEL_REQUEST_ID": str(active.id),
+        "OTHER_OWNER_REQUEST_ID": str(theirs.id),
+        "CLICKED_REQUEST_ID": str(clicked.id),
+        "FAILED_REQUEST_ID": str(failed.id),
+        "COMPLETED_REQUEST_ID": str(completed.id),
+        "FEEDBACK_TEXT": FEEDBACK_TEXT,
+    }
+
+
 def test_the_app_connects_creates_and_maps_errors_against_the_live_service(npm, tmp_path):
     owner = UserFactory(email="owner@acme.example", business_name="Acme Plumbing")
     application = make_application(client_id="zapier-contract-test")
     verifier, challenge = pkce_pair()
-    with ServiceProcesses(tmp_path, ["web"], env={"RATE_LIMIT_PER_HOUR": str(RATE_LIMIT)}) as svc:
+    outcomes = _outcomes(owner)
+    service_env = {
+        "RATE_LIMIT_PER_HOUR": str(RATE_LIMIT),
+        # The hook targets of the subscribe test are local (development and tests only).
+        "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+    }
+    with ServiceProcesses(tmp_path, ["web"], env=service_env) as svc:
         svc.wait_for(lambda: requests.get(f"{svc.base_url}/healthz", timeout=2).ok, what="web")
         env = {
             **svc.env,
@@ -114,12 +168,14 @@ def test_the_app_connects_creates_and_maps_errors_against_the_live_service(npm, 
             "OWNER_EMAIL": owner.email,
             "OWNER_BUSINESS_NAME": owner.business_name,
             "THROTTLED_ACCESS_TOKEN": _exhausted_token(svc.base_url),
+            **outcomes,
             "NODE_ENV": "test",
         }
         result = _run(npm, "test", env)
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"{output[-8000:]}\n--- service log ---\n{svc.log()[-4000:]}"
-    assert "Tests:" in output and "failed" not in output.split("Tests:")[-1].split("\n")[0]
+    summary = output.split("Tests:")[-1].split("\n")[0] if "Tests:" in output else ""
+    assert "passed" in summary and "failed" not in summary and "skipped" not in summary, output
 
 
 def test_the_app_pins_its_zapier_packages():

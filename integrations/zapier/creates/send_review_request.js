@@ -5,12 +5,78 @@ const { idempotencyKey } = require('../lib/idempotency');
 
 const REQUEST_KEY_FIELD = 'request_key';
 
-// The service describes its own input fields (Zapier's field schema), including the business's
-// default delay, so the form always matches what the endpoint accepts.
-const serviceFields = async (z) => {
-  const response = await z.request({ url: apiUrl('send-review-request/fields') });
-  return response.data.fields;
-};
+// Static fields (Zap templates and the "find, or create" pairing with Find Contact prefill them
+// by key): the keys the service accepts, the same as GET send-review-request/fields lists (a
+// test compares the two).
+const CONTACT_FIELDS = [
+  {
+    key: 'first_name',
+    label: 'First Name',
+    type: 'string',
+    required: false,
+    helpText: 'The customer\'s first name, used to greet them in the message.',
+    placeholder: 'Jane',
+  },
+  {
+    key: 'last_name',
+    label: 'Last Name',
+    type: 'string',
+    required: false,
+    helpText: 'The customer\'s last name.',
+    placeholder: 'Smith',
+  },
+  {
+    key: 'email',
+    label: 'E-mail',
+    type: 'string',
+    required: false,
+    helpText:
+      'Where to send the review request by e-mail. Give this, a mobile phone number, or both ' +
+      '(follow-ups then use the other channel). A customer with the same e-mail is updated, ' +
+      'not added twice.',
+    placeholder: 'jane@example.com',
+  },
+  {
+    key: 'mobile_phone_number',
+    label: 'Mobile Phone Number',
+    type: 'string',
+    required: false,
+    helpText:
+      'Where to send the review request by SMS. Any format: +14155552671 is best; numbers ' +
+      'without a country code, like (415) 555-2671, are read in your business\'s country. A ' +
+      'customer with the same number is updated, not added twice.',
+    placeholder: '+14155552671',
+  },
+  {
+    key: 'company_name',
+    label: 'Company Name',
+    type: 'string',
+    required: false,
+    helpText: 'The customer\'s company, if any.',
+    placeholder: 'Acme Inc.',
+  },
+  {
+    key: 'delay_hours',
+    label: 'Delay (hours)',
+    type: 'integer',
+    required: false,
+    helpText:
+      'Whole hours to wait before the first message, from 0 to 8760 (one year), e.g. 24 to ' +
+      'ask the day after the job. Leave blank for your business\'s default delay. An SMS that ' +
+      'would arrive at night waits for the next morning in the customer\'s time zone.',
+    placeholder: '24',
+  },
+  {
+    key: 'metadata',
+    label: 'Metadata',
+    type: 'string',
+    required: false,
+    dict: true,
+    helpText:
+      'Your own key/value data about where the customer came from (e.g. order_id, ' +
+      'technician). Kept with the customer and merged on later updates; at most 16 KB.',
+  },
+];
 
 const perform = async (z, bundle) => {
   const payload = { ...bundle.inputData };
@@ -56,7 +122,7 @@ module.exports = {
           'Optional. An order, job or booking ID from your trigger. Retries of the same step ' +
           'never create a second request; a different key marks a different job.',
       },
-      serviceFields,
+      ...CONTACT_FIELDS,
     ],
     perform,
     sample: {
@@ -67,7 +133,7 @@ module.exports = {
       contact_phone: '+14155552671',
       scheduled_for: '2026-11-21T15:00:00Z',
       status: 'scheduled',
-      message: 'Review request scheduled for Jane Smith by SMS at 2026-11-21 15:00 UTC',
+      message: 'Review request scheduled for Jane Smith by SMS at 2026-11-21 15:00 UTC.',
     },
     outputFields: [
       { key: 'id', label: 'Review Request ID' },

@@ -1,6 +1,6 @@
 /* Contract tests of the Zapier app against the live service, as Zapier's runtime runs it.
  *
- * Started by tests/zapier/test_zapier_app.py, which runs the real service on 127.0.0.1, registers
+ * Started by tests/integrations/test_zapier_app.py, which runs the real service on 127.0.0.1, registers
  * an OAuth client, obtains an authorization code through the login and consent pages, and passes
  * everything in the environment. Run alone only with those variables set.
  */
@@ -14,7 +14,9 @@ const App = require('../index');
 const appTester = zapier.createAppTester(App);
 const env = process.env;
 const required = ['BASE_URL', 'CLIENT_ID', 'CLIENT_SECRET', 'AUTH_CODE', 'CODE_VERIFIER',
-  'REDIRECT_URI', 'OWNER_EMAIL', 'OWNER_BUSINESS_NAME', 'THROTTLED_ACCESS_TOKEN'];
+  'REDIRECT_URI', 'OWNER_EMAIL', 'OWNER_BUSINESS_NAME', 'THROTTLED_ACCESS_TOKEN',
+  'CANCEL_REQUEST_ID', 'OTHER_OWNER_REQUEST_ID', 'CLICKED_REQUEST_ID', 'FAILED_REQUEST_ID',
+  'COMPLETED_REQUEST_ID', 'FEEDBACK_TEXT'];
 const missing = required.filter((name) => !env[name]);
 if (missing.length) {
   throw new Error(`missing environment: ${missing.join(', ')} (run through pytest)`);
@@ -87,20 +89,21 @@ describe('authentication', () => {
 });
 
 describe('Send Review Request', () => {
-  it('loads input fields from the service that pass Zapier schema checks', async () => {
-    // Core resolves static and dynamic fields and, under test, runs its own checks (keys etc.).
-    const fields = await appTester(App.creates.send_review_request.operation.inputFields, {
-      authData: state.authData,
-      inputData: {},
-    });
+  it('has static input fields for exactly the keys the service accepts', async () => {
+    const fields = App.creates.send_review_request.operation.inputFields;
     const keys = fields.map((field) => field.key);
-    expect(keys).toEqual(expect.arrayContaining(['request_key', 'first_name', 'last_name',
-      'email', 'mobile_phone_number', 'company_name', 'delay_hours', 'metadata']));
-    // Each field the service sends must satisfy Zapier's own input-field schema.
+    const service = await fetch(`${env.BASE_URL}/api/zapier/send-review-request/fields`, {
+      headers: { Authorization: `Bearer ${state.authData.access_token}` },
+    }).then((response) => response.json());
+    expect(keys).toEqual(['request_key', ...service.fields.map((field) => field.key)]);
+    // Each field satisfies Zapier's own input-field schema, and explains more than its label.
     const errors = fields.flatMap((field) =>
       PlainInputFieldSchema.validate(field).errors.map((error) => `${field.key}: ${error.stack}`),
     );
     expect(errors).toEqual([]);
+    for (const field of fields) {
+      expect(field.helpText.length).toBeGreaterThan(field.label.length + 10);
+    }
   });
 
   it('creates a review request and returns it', async () => {
@@ -155,5 +158,180 @@ describe('rate limit', () => {
     const { delay } = JSON.parse(error.message);
     expect(Number.isInteger(delay)).toBe(true);
     expect(delay).toBeGreaterThan(0);
+  });
+});
+
+// --- Outcomes: triggers (performList), Find Contact, Cancel Review Request, REST hooks ---------
+
+const OUTCOME_KEYS = ['id', 'event', 'occurred_at', 'review_request_id', 'contact_id',
+  'contact_name', 'contact_email', 'contact_phone', 'status', 'scheduled_for', 'message',
+  'channel', 'detail', 'details'];
+
+const performList = (key) =>
+  appTester(App.triggers[key].operation.performList, { authData: state.authData, inputData: {} });
+
+describe('triggers (performList: the Zap editor sample from the list endpoint)', () => {
+  it('New Review Click lists the clicked request, shaped like its sample', async () => {
+    const items = await performList('new_review_click');
+    expect(items.map((item) => item.review_request_id)).toEqual([env.CLICKED_REQUEST_ID]);
+    expect(Object.keys(items[0]).sort()).toEqual([...OUTCOME_KEYS].sort());
+    expect(Object.keys(App.triggers.new_review_click.operation.sample).sort())
+      .toEqual([...OUTCOME_KEYS].sort());
+    expect(items[0]).toMatchObject({ event: 'review_request.clicked', status: 'clicked' });
+    expect(items[0].detail).toMatch(/Clicked through to/);
+  });
+
+  it('New Private Feedback carries the feedback text', async () => {
+    const items = await performList('new_private_feedback');
+    expect(items.map((item) => item.detail)).toEqual([env.FEEDBACK_TEXT]);
+    expect(items[0].event).toBe('feedback.received');
+  });
+
+  it('Contact Opted Out, Review Request Failed and Completed list their requests', async () => {
+    const optedOut = await performList('contact_opted_out');
+    expect(optedOut.map((item) => item.status)).toEqual(['opted_out']);
+    expect(optedOut[0].detail).toBeTruthy();
+    const failed = await performList('review_request_failed');
+    expect(failed.map((item) => item.review_request_id)).toEqual([env.FAILED_REQUEST_ID]);
+    expect(failed[0].detail).toMatch(/Mailbox does not exist/);
+    const completed = await performList('review_request_completed');
+    expect(completed.map((item) => item.review_request_id)).toEqual([env.COMPLETED_REQUEST_ID]);
+    expect(new Set(completed.map((item) => item.id)).size).toBe(completed.length);
+  });
+
+  it('turns a hook body (docs/events.md) into the same item (perform)', async () => {
+    const request = { id: env.CLICKED_REQUEST_ID, contact_id: 'c1', contact_name: 'Jane Smith',
+      contact_email: 'jane@example.com', contact_phone: null,
+      scheduled_for: '2026-11-21T15:00:00Z', status: 'sent', message: 'Sent.', channel: 'email' };
+    const cases = [
+      ['new_private_feedback', 'feedback.received', { feedback: { id: '4', text: 'Great work' } }, 'Great work'],
+      ['new_review_click', 'review_request.clicked', { click: { site: 'Google', url: 'https://g.page/r/x' } }, 'Google'],
+      ['contact_opted_out', 'contact.opted_out', { how: 'sms_reply' }, 'sms_reply'],
+      ['review_request_failed', 'review_request.failed', { reason: 'mailbox does not exist' }, 'mailbox does not exist'],
+    ];
+    for (const [key, type, extra, detail] of cases) {
+      const [item] = await appTester(App.triggers[key].operation.perform, {
+        authData: state.authData,
+        cleanedRequest: { id: `evt-${key}`, type, occurred_at: '2026-11-21T18:40:00Z',
+          data: { ...request, ...extra } },
+      });
+      expect(Object.keys(item).sort()).toEqual([...OUTCOME_KEYS].sort());
+      expect(item).toMatchObject({ id: `evt-${key}`, event: type, review_request_id: request.id,
+        contact_id: 'c1', contact_name: 'Jane Smith', channel: 'email', detail });
+      expect(item.details).toMatchObject(extra);
+    }
+  });
+});
+
+describe('Find Contact', () => {
+  it('finds the contact the create added, by phone in another format, with its request', async () => {
+    const found = await appTester(App.searches.find_contact.operation.perform, {
+      authData: state.authData,
+      inputData: { mobile_phone_number: '415.555.2671' },
+    });
+    expect(found).toHaveLength(1);
+    expect(found[0].id).toBe(state.request.contact_id);
+    expect(found[0].latest_review_request.id).toBe(state.request.id);
+  });
+
+  it('finds nobody as an empty list (so "or create" sends a review request)', async () => {
+    const found = await appTester(App.searches.find_contact.operation.perform, {
+      authData: state.authData,
+      inputData: { email: 'Nobody@Example.com' },
+    });
+    expect(found).toEqual([]);
+    const pairing = App.searchOrCreates.find_contact;
+    expect([pairing.search, pairing.create]).toEqual(['find_contact', 'send_review_request']);
+  });
+});
+
+describe('Cancel Review Request', () => {
+  const cancel = (id) =>
+    appTester(App.creates.cancel_review_request.operation.perform, {
+      authData: state.authData,
+      inputData: { review_request_id: id },
+    });
+
+  it('cancels an active request and returns it', async () => {
+    const cancelled = await cancel(env.CANCEL_REQUEST_ID);
+    expect(cancelled).toMatchObject({ id: env.CANCEL_REQUEST_ID, status: 'cancelled' });
+  });
+
+  it('halts, with why, when the request already ended', async () => {
+    await expect(cancel(env.CANCEL_REQUEST_ID)).rejects.toMatchObject({
+      name: 'HaltedError',
+      message: expect.stringContaining('already ended (cancelled'),
+    });
+  });
+
+  it("says in plain words that another owner's request is not found", async () => {
+    const error = await cancel(env.OTHER_OWNER_REQUEST_ID).catch((err) => err);
+    expect(error.name).toBe('AppError');
+    const { message, status } = JSON.parse(error.message);
+    expect(status).toBe(404);
+    expect(message).toMatch(/No review request with the ID/);
+  });
+});
+
+describe('REST hooks', () => {
+  const hooks = () =>
+    fetch(`${env.BASE_URL}/api/zapier/hooks`, {
+      headers: { Authorization: `Bearer ${state.authData.access_token}` },
+    }).then((response) => response.json());
+
+  it('subscribes each trigger to its event, then unsubscribes', async () => {
+    for (const [key, event] of [
+      ['new_review_click', 'review_request.clicked'],
+      ['new_private_feedback', 'feedback.received'],
+    ]) {
+      const trigger = App.triggers[key].operation;
+      const subscription = await appTester(trigger.performSubscribe, {
+        authData: state.authData,
+        targetUrl: `http://127.0.0.1:9/zapier-hook/${key}`,
+      });
+      expect(subscription).toMatchObject({ event, target_url: `http://127.0.0.1:9/zapier-hook/${key}` });
+      expect(subscription.id).toBeTruthy();
+      expect(subscription.secret).toBeTruthy();
+      expect((await hooks()).results.map((hook) => hook.id)).toContain(subscription.id);
+
+      await appTester(trigger.performUnsubscribe, {
+        authData: state.authData,
+        subscribeData: subscription,
+      });
+      expect((await hooks()).results.map((hook) => hook.id)).not.toContain(subscription.id);
+      // Unsubscribing again (already gone) is not an error.
+      await appTester(trigger.performUnsubscribe, {
+        authData: state.authData,
+        subscribeData: subscription,
+      });
+    }
+  });
+});
+
+describe('error mapping (a response as the network would give it)', () => {
+  const { handleErrors } = require('../middleware');
+  const z = { errors: zapier.errors };
+  const response = (status, body, retryAfter) => ({
+    status,
+    content: JSON.stringify(body),
+    getHeader: (name) => (name.toLowerCase() === 'retry-after' ? retryAfter : undefined),
+  });
+
+  it('turns 5xx into ThrottledError with the Retry-After delay, or a minute without one', () => {
+    const busy = response(503, { error: 'temporarily_unavailable', error_description: 'DB busy' }, '7');
+    expect(() => handleErrors(busy, z)).toThrow(zapier.errors.ThrottledError);
+    const thrown = (() => { try { handleErrors(busy, z); } catch (err) { return err; } })();
+    expect(JSON.parse(thrown.message).delay).toBe(7);
+    const bug = response(500, { error: 'server_error', error_description: 'Oops' });
+    const again = (() => { try { handleErrors(bug, z); } catch (err) { return err; } })();
+    expect(again.name).toBe('ThrottledError');
+    expect(JSON.parse(again.message).delay).toBe(60);
+  });
+
+  it('says what to do, in plain words, when the connection lacks a scope or is dead', () => {
+    const scope = response(403, { error: 'insufficient_scope', error_description: 'x' });
+    expect(() => handleErrors(scope, z)).toThrow(/Reconnect your Review Requests account/);
+    const dead = response(400, { error: 'invalid_grant', error_description: 'x' });
+    expect(() => handleErrors(dead, z)).toThrow(zapier.errors.ExpiredAuthError);
   });
 });

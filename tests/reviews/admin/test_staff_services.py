@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from reviews.models import BusinessSettings, Message, ReviewRequest
 from reviews.services import (
+    CancelRefused,
     SendNowRefused,
     message_send,
     messages_dispatch_due,
@@ -103,3 +104,12 @@ def test_cancel_is_idempotent(business):
     again = review_request_cancel(review_request=request)
     assert again.status == ReviewRequest.Status.CANCELLED and again.ended_at == ended_at
     assert timedelta(0) <= timezone.now() - ended_at
+
+
+def test_cancel_refuses_an_ended_request_when_asked_to_and_changes_nothing(business):
+    request = add_request(business, email="jane@example.com", delay_hours=1)
+    first = review_request_cancel(review_request=request)
+    with pytest.raises(CancelRefused, match=r"already ended \(cancelled on .* UTC\)"):
+        review_request_cancel(review_request=request, refuse_ended=True)
+    request.refresh_from_db()
+    assert (request.status, request.ended_at) == (first.status, first.ended_at)
