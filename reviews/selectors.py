@@ -90,6 +90,15 @@ def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEv
         )
     ]
     for message in request.messages.order_by("step"):
+        if message.waiting_for_review_site:
+            events.append(
+                TimelineEvent(
+                    message.updated_at,
+                    "waiting",
+                    f"{_message_name(message)} waiting for a review site",
+                    message.last_error,
+                )
+            )
         for stamp, kind, verb in _MESSAGE_EVENTS:
             at = getattr(message, stamp)
             if at is None:

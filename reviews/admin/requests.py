@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -19,6 +20,7 @@ from ..models import (
     Message,
     OptOutEvent,
     ReviewRequest,
+    ReviewSite,
 )
 from .base import BACKOFFICE_CSS, ReadOnlyAdmin, ReadOnlyInline, business_owners, report_refusals
 
@@ -50,7 +52,7 @@ class ReviewRequestAdmin(ReadOnlyAdmin):
         "id",
         "contact",
         "owner",
-        "status",
+        "status_shown",
         "scheduled_for",
         "sent_at",
         "ended_reason",
@@ -65,6 +67,18 @@ class ReviewRequestAdmin(ReadOnlyAdmin):
 
     class Media:
         css = {"all": (BACKOFFICE_CSS,)}
+
+    def get_queryset(self, request):
+        sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
+        return super().get_queryset(request).annotate(owner_lists_site=Exists(sites))
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj):
+        """The status, and why a scheduled request does not go out: its business lists no
+        review site (``Message.hold_reason``)."""
+        if obj.is_active and not obj.owner_lists_site:
+            return f"{obj.get_status_display()}: waiting for a review site"
+        return obj.get_status_display()
 
     @admin.display(description="timeline")
     def timeline(self, obj):

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from core import versioned_cache
 
@@ -67,6 +67,12 @@ class ReviewSite(models.Model):
         super().clean()
         if self.url and ReviewSite.kind_for_url(self.url) is None:
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
+
+    @staticmethod
+    def listed_by(owner_id: object) -> bool:
+        """Whether the business lists at least one review site: no review request or follow-up
+        goes out before it does (``Message.hold_reason``)."""
+        return ReviewSite.objects.filter(owner_id=owner_id).exists()
 
     @staticmethod
     def kind_for_url(url: str) -> str | None:
@@ -215,14 +221,33 @@ class BusinessSettings(models.Model):
         (``reviews.receivers``) safely against concurrent readers (``core.versioned_cache``).
         """
         read = versioned_cache.read(cls.cache_key(owner.pk))
-        if read.value is not None:
-            obj = versioned_cache.model_from_values(cls, read.value)
+        values = dict(read.value or {})
+        has_review_site = values.pop("has_review_site", None)
+        if read.value is not None and has_review_site is not None:
+            obj = versioned_cache.model_from_values(cls, values)
         else:
-            obj, _ = cls.objects.get_or_create(owner=owner)
+            sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
+            obj, created = cls.objects.annotate(has_review_site=Exists(sites)).get_or_create(
+                owner=owner
+            )
+            has_review_site = ReviewSite.listed_by(owner.pk) if created else obj.has_review_site
             versioned_cache.write(
-                read, versioned_cache.model_values(obj), timeout=cls.CACHE_SECONDS
+                read,
+                {**versioned_cache.model_values(obj), "has_review_site": has_review_site},
+                timeout=cls.CACHE_SECONDS,
             )
         obj.owner = owner  # spare a query for the time zone
+        # Whether the business lists a review site (``Message.hold_reason``), cached with the
+        # settings: a review site's save or delete invalidates them too.
+        obj.has_review_site = has_review_site
+        return obj
+
+    @classmethod
+    def lock_for(cls, owner) -> BusinessSettings:
+        """The owner's settings row, locked (``SELECT ... FOR UPDATE``) until the transaction
+        ends: what serialises adding a contact while the business lists no review site with
+        adding its first site (``messages_release_waiting``), so no held request is missed."""
+        obj, _ = cls.objects.select_for_update().get_or_create(owner=owner)
         return obj
 
     @classmethod
