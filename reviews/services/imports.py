@@ -46,8 +46,9 @@ from .contacts import ContactAddOutcome, contact_add
 
 BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
 MAX_FILE_BYTES = 20 * 1024 * 1024
-# What people call each field in the files they export (compared without case, spaces,
-# hyphens or underscores: "E-mail", "e_mail" and "EMAIL" are one header).
+# What people call each field in the files they export (compared by letters and digits only,
+# without case: "E-mail", "e_mail" and "EMAIL" are one header, and so are "Delay (hours)" and
+# "delay_hours"). Every name the docs and the import page list is here.
 HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "first_name": ("firstname", "first", "givenname", "forename"),
     "last_name": ("lastname", "last", "surname", "familyname"),
@@ -64,8 +65,8 @@ HEADER_ALIASES: dict[str, tuple[str, ...]] = {
         "telephone",
     ),
     "company_name": ("companyname", "company", "organization", "organisation"),
-    "delay_hours": ("delayhours", "delay"),
-    "metadata": ("metadata",),
+    "delay_hours": ("delayhours", "delay", "delayinhours", "hoursdelay"),
+    "metadata": ("metadata", "metadatajson"),
 }
 _ALIAS_TO_FIELD = {alias: key for key, aliases in HEADER_ALIASES.items() for alias in aliases}
 _LABELS = {spec.key: spec.label for spec in CONTACT_FIELDS}
@@ -76,7 +77,9 @@ class ImportFileError(Exception):
 
 
 def header_key(header: str) -> str:
-    return re.sub(r"[\s_\-.]+", "", (header or "").strip().lower())
+    """A header as it is matched: letters and digits only, case folded (spaces, punctuation
+    and brackets dropped)."""
+    return re.sub(r"[\W_]+", "", (header or "").casefold())
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ def map_columns(headers: Iterable[str]) -> ColumnMap:
 class RowIssue:
     row: int  # the spreadsheet row number: the header is row 1
     reason: str
+    imported: bool = False  # a note (imported, no new request), not an error
 
 
 @dataclass
@@ -142,6 +146,11 @@ class ImportReport:
     @property
     def imported(self) -> int:
         return self.rows - len(self.errors)
+
+    @property
+    def issues(self) -> list[RowIssue]:
+        """Every row with something to report (errors and notes), in the file's row order."""
+        return sorted([*self.errors, *self.notes], key=lambda issue: issue.row)
 
     def summary(self) -> str:
         def verb(count: int) -> str:
@@ -307,7 +316,7 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
     report.outcomes[result.outcome] += 1
     report.contacts_created += result.contact_created
     if result.outcome != ContactAddOutcome.SCHEDULED:
-        report.notes.append(RowIssue(number, result.message))
+        report.notes.append(RowIssue(number, result.message, imported=True))
 
 
 def _repeats_earlier_batch(report: ImportReport, number: int, clean: ContactInput) -> bool:
@@ -329,6 +338,7 @@ def _repeats_earlier_batch(report: ImportReport, number: int, clean: ContactInpu
             number,
             f"Repeats row {earlier} of this file: the contact would be updated, with no new "
             "review request.",
+            imported=True,
         )
     )
     return True

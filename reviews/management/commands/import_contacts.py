@@ -72,8 +72,9 @@ class Command(BaseCommand):
         write(f"Columns: {mapped}")
         if report.columns.unknown:
             write(self.style.WARNING(f"Ignored columns: {', '.join(report.columns.unknown)}"))
-        for issue in report.notes:
-            write(f"row {issue.row}: skipped: {issue.reason}")
-        for issue in report.errors:
-            write(self.style.ERROR(f"row {issue.row}: error: {issue.reason}"))
+        for issue in report.issues:
+            if issue.imported:
+                write(f"row {issue.row}: skipped: {issue.reason}")
+            else:
+                write(self.style.ERROR(f"row {issue.row}: error: {issue.reason}"))
         write(f"{business.email}: {report.summary()} ({report.seconds:.1f} s)")

@@ -162,7 +162,10 @@ def test_import_page_runs_the_import_and_shows_the_report(staff, business):
     html = page.content.decode()
     assert page.status_code == 200
     assert "2 rows read, 1 review request was scheduled, 1 error." in html
-    assert "<td>3</td><td>E-mail: Is not a valid e-mail address.</td>" in html
+    assert (
+        '<tr class="has-errors"><td>3</td><td>Not imported</td>'
+        "<td>E-mail: Is not a valid e-mail address.</td>" in html
+    )
     assert "<code>Shoe size</code>" in html
     assert Contact.objects.get().source == Contact.Source.IMPORT
 

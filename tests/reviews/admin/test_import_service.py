@@ -224,3 +224,68 @@ def test_import_costs_a_fixed_number_of_statements_per_row(owner, django_assert_
     with django_assert_max_num_queries(per_row * rows + 4):
         report = contacts_import(owner=owner, raw=csv_bytes(*lines))
     assert report.scheduled == rows and report.errors == []
+
+
+# --- Headers as people write them, and the report in row order -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "field"),
+    [
+        ("First Name", "first_name"),
+        ("First name", "first_name"),
+        ("Surname", "last_name"),
+        ("Last name", "last_name"),
+        ("E-mail", "email"),
+        ("Email Address", "email"),
+        ("Mobile", "mobile_phone_number"),
+        ("Phone", "mobile_phone_number"),
+        ("Cell", "mobile_phone_number"),
+        ("Company", "company_name"),
+        ("Delay (hours)", "delay_hours"),
+        ("DELAY [HOURS]", "delay_hours"),
+        ("delay_hours", "delay_hours"),
+        ("Metadata (JSON)", "metadata"),
+        ("  Mobile phone number: ", "mobile_phone_number"),
+    ],
+)
+def test_every_header_the_docs_list_is_understood(header, field):
+    assert map_columns(["Email", header] if field != "email" else [header]).fields[header] == field
+
+
+def test_the_delay_column_is_used_and_a_bad_delay_is_a_row_error(owner, time_machine):
+    time_machine.move_to("2026-06-10 16:00:00+00:00", tick=False)
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes(
+            "Email,Delay (hours),Metadata (JSON),Shoe size",
+            'late@example.com,24,"{""order"": ""1001""}",38',
+            "bad@example.com,-5,,",
+        ),
+    )
+    assert report.columns.unknown == ["Shoe size"]
+    assert [(e.row, e.reason) for e in report.errors] == [
+        (3, "Delay (hours): Must be a whole number of hours from 0 to 8760, like 24."),
+    ]
+    late = ReviewRequest.objects.get(contact__email_normalized="late@example.com")
+    assert late.scheduled_for.isoformat() == "2026-06-11T16:00:00+00:00"
+    assert late.contact.metadata == {"order": "1001"}
+    assert not Contact.objects.filter(email_normalized="bad@example.com").exists()
+
+
+def test_the_report_lists_errors_and_skipped_rows_in_row_order(owner, tmp_path, capsys):
+    path = tmp_path / "contacts.csv"
+    path.write_bytes(
+        csv_bytes(
+            "Email",
+            "nope",
+            "a@example.com",
+            "A@example.com",
+            "also-nope",
+        )
+    )
+    call_command("import_contacts", str(path), "--owner", owner.email)
+    out = capsys.readouterr().out
+    rows = [line.split(":", 1)[0] for line in out.splitlines() if line.startswith("row ")]
+    assert rows == ["row 2", "row 4", "row 5"]
+    assert "row 4: skipped:" in out and "row 5: error:" in out
