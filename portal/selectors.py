@@ -21,6 +21,7 @@ from oauth2_provider.models import get_refresh_token_model
 from accounts.models import User
 from oauth_provider.models import Connection
 from reviews.models import (
+    BusinessSettings,
     Channel,
     Message,
     ReviewRequest,
@@ -214,3 +215,18 @@ def connected_apps(*, owner: User) -> list[ConnectedApp]:
         )
         for connection in connections
     ]
+
+
+def first_message_hours(*, review_request: ReviewRequest, messages: list[Message]) -> str:
+    """For a request whose first message has not gone yet: the sending hours it waits for and
+    whose clock they follow (why its time may have moved); ``""`` when none apply."""
+    first = next((m for m in messages if m.step == 0), None)
+    if first is None or review_request.status != ReviewRequest.Status.SCHEDULED:
+        return ""
+    policy = BusinessSettings.for_owner(review_request.owner)
+    send = policy.send_time(
+        channel=first.channel,
+        requested=review_request.scheduled_for,
+        phone=review_request.contact.phone,
+    )
+    return send.hours_text(first.get_channel_display())

@@ -394,13 +394,8 @@ def _scheduled_message(
         f"{Channel(first.channel).label} at {_when(send.at)}."
     ]
     if send.shifted and send.window is not None:
-        zones = ", ".join(send.zones[:3]) + (
-            f" and {len(send.zones) - 3} more" if len(send.zones) > 3 else ""
-        )
         parts.append(
-            f"Moved from {_when(send.requested)}: {Channel(first.channel).label} messages go "
-            f"out only between {send.window.start:%H:%M} and {send.window.end:%H:%M} in the "
-            f"recipient's time zone ({zones})."
+            f"Moved from {_when(send.requested)}: {send.hours_text(Channel(first.channel).label)}"
         )
     follow_ups = steps[1:]
     if follow_ups:

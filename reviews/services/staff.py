@@ -153,9 +153,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
         allowed = policy.send_time(channel=message.channel, requested=now, phone=contact.phone)
         if allowed.at > now:
             raise SendNowRefused(
-                f"Quiet hours: {channel_name} goes out only between "
-                f"{allowed.window.start:%H:%M} and {allowed.window.end:%H:%M} in the "
-                f"recipient's time zone ({', '.join(allowed.zones)}); the earliest allowed time "
+                f"Quiet hours: {allowed.hours_text(channel_name)} The earliest allowed time "
                 f"is {allowed.at.astimezone(UTC):%Y-%m-%d %H:%M} UTC."
             )
         if message.due_at is None or message.due_at > now:
