@@ -149,8 +149,8 @@ class Funnel:
 
 def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Funnel:
     """The funnel of requests the owner added in the last ``days`` days (all time: None), in
-    one aggregate query. Delivered includes requests clicked without a delivery receipt (many
-    e-mail providers send none; a click proves the message arrived)."""
+    one aggregate query. Delivered: ``ReviewRequest.delivered_q`` (a receipt or a click), as
+    the staff dashboard counts it."""
     since = (now or timezone.now()) - timedelta(days=days) if days else None
     requests = ReviewRequest.objects.filter(owner=owner)
     if since is not None:
@@ -158,7 +158,7 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
     counts = requests.aggregate(
         added=Count("pk"),
         sent=Count("pk", filter=Q(sent_at__isnull=False)),
-        delivered=Count("pk", filter=Q(delivered_at__isnull=False) | Q(clicked_at__isnull=False)),
+        delivered=Count("pk", filter=ReviewRequest.delivered_q()),
         clicked=Count("pk", filter=Q(clicked_at__isnull=False)),
         failed=Count("pk", filter=Q(status=ReviewRequest.Status.FAILED)),
         opted_out=Count("pk", filter=Q(status=ReviewRequest.Status.OPTED_OUT)),

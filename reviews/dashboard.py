@@ -83,7 +83,12 @@ def staff_dashboard(
 
     series = []
     for key, label, stamp, colour in SERIES:
-        requests = ReviewRequest.objects.filter(owned, **{f"{stamp}__gte": since})
+        requests = ReviewRequest.objects.filter(owned)
+        if key == "delivered":
+            # The portal's definition: a receipt or a click, on the day it became known.
+            requests = requests.annotate(delivered_known=ReviewRequest.delivered_known_at())
+            stamp = "delivered_known"
+        requests = requests.filter(**{f"{stamp}__gte": since})
         if key == "scheduled":
             # Not the requests recorded as opted out on arrival: nothing was ever scheduled.
             requests = requests.exclude(messages__isnull=True)

@@ -145,12 +145,21 @@ def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEv
                 request.ended_at,
                 "ended",
                 f"Request ended: {request.get_status_display().lower()}",
-                " ".join(filter(None, (request.get_ended_reason_display(), request.ended_detail))),
+                _ending(request),
             )
         )
     # Events of one instant: the cause (a click, an opt-out) before its effects (the follow-ups
     # it cancelled, the end of the request).
     return sorted(events, key=lambda event: (event.at, _EFFECT_ORDER.get(event.kind, 1)))
+
+
+def _ending(request: ReviewRequest) -> str:
+    """Why a request ended, in one sentence: its reason, and the detail unless the detail
+    already says it ("The contact opted out" + "The contact opted out of every channel...")."""
+    reason, detail = request.get_ended_reason_display(), request.ended_detail
+    if not detail or detail.lower().startswith(reason.lower()):
+        return detail or reason
+    return f"{reason}. {detail}" if reason else detail
 
 
 def _local(moment: datetime) -> str:

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 
 from .business import PlannedStep, ReviewSite
 from .contacts import Channel, Contact
@@ -160,6 +161,17 @@ class ReviewRequest(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+    # "Delivered", the one definition the portal and the admin count by: the provider confirmed
+    # delivery, or the contact clicked (many e-mail providers send no receipt; a click proves
+    # the message arrived). Known since the receipt, or else the click.
+    @staticmethod
+    def delivered_q() -> Q:
+        return Q(delivered_at__isnull=False) | Q(clicked_at__isnull=False)
+
+    @staticmethod
+    def delivered_known_at() -> Coalesce:
+        return Coalesce("delivered_at", "clicked_at")
 
     @property
     def reached_contact(self) -> bool:
