@@ -1,4 +1,5 @@
-"""Importing contacts from a CSV file (staff): every row through ``contact_add``.
+"""Importing contacts from a CSV file or an Excel workbook (staff): every row through
+``contact_add``.
 
 The admin's import page and ``manage.py import_contacts`` both call ``contacts_import``. Each row
 is handed to ``contact_add`` exactly as the connector API hands its JSON body, so the same
@@ -30,13 +31,17 @@ import io
 import json
 import re
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
+import openpyxl
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from openpyxl.utils.exceptions import InvalidFileException
 
 from accounts.models import User
 
@@ -176,14 +181,73 @@ class ImportReport:
         return ", ".join(parts) + "."
 
 
+def read_rows(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The headers and ``(row number, row)`` pairs of a CSV file or an Excel workbook (.xlsx:
+    a ZIP archive, told by its first bytes); ``ImportFileError`` when it is neither."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise ImportFileError(f"The file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB.")
+    if raw.startswith(_ZIP_MAGIC):
+        return read_xlsx(raw)
+    return read_csv(raw)
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def read_xlsx(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The first worksheet of an Excel workbook, as ``read_csv`` returns a file: the first row
+    names the columns. Cells become the text a CSV export would hold: whole numbers without
+    ``.0`` (a phone number typed as a number, a delay of 24), dates in ISO format."""
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+    except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+        raise ImportFileError(
+            f"This Excel file could not be read ({exc}); save it as CSV."
+        ) from None
+    sheet = book.worksheets[0] if book.worksheets else None
+    rows = sheet.iter_rows(values_only=True) if sheet is not None else iter(())
+    first = next(rows, None)
+    headers = [_cell_text(value).strip() for value in (first or ())]
+    if not any(headers):
+        book.close()
+        raise ImportFileError("The first row must name the columns (e.g. Email, First name).")
+
+    def records() -> Iterator[tuple[int, dict[str | None, Any]]]:
+        try:
+            for number, values in enumerate(rows, start=2):
+                cells = [_cell_text(value) for value in values]
+                row: dict[str | None, Any] = dict(zip(headers, cells, strict=False))
+                extra = [cell for cell in cells[len(headers) :] if cell.strip()]
+                if extra:
+                    row[None] = extra  # as csv does with cells beyond the header
+                yield number, row
+        finally:
+            book.close()
+
+    return headers, records()
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
 def read_csv(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     """Decode (UTF-8, with or without a BOM; else Windows-1252, as Excel writes), detect the
     delimiter (comma, semicolon or tab) and return the headers and ``(row number, row)``
     pairs. ``ImportFileError`` when it is not a CSV file with a header line."""
-    if len(raw) > MAX_FILE_BYTES:
-        raise ImportFileError(f"The file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB.")
     if b"\x00" in raw[:4096]:
-        raise ImportFileError("This is not a CSV text file (is it an Excel .xlsx? Save as CSV).")
+        raise ImportFileError(
+            "This is not a CSV text file, nor an Excel .xlsx workbook (an older .xls? Save it "
+            "as CSV or .xlsx)."
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -240,7 +304,8 @@ def contacts_import(
     dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import a CSV file of contacts for ``owner``; returns the report.
+    """Import a CSV file (or an Excel .xlsx workbook) of contacts for ``owner``; returns the
+    report.
 
     Raises ``ImportFileError`` (nothing done) when the file cannot be read as a whole. Row
     problems never stop the import: they are in ``report.errors`` with their row number.
@@ -248,7 +313,7 @@ def contacts_import(
     Runs outside a transaction (each batch is one).
     """
     started = time.perf_counter()
-    headers, rows = read_csv(raw)
+    headers, rows = read_rows(raw)
     report = ImportReport(owner=owner, dry_run=dry_run, columns=map_columns(headers))
     _import_rows(report, rows, progress=progress)
     report.seconds = time.perf_counter() - started
