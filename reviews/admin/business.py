@@ -171,6 +171,11 @@ class ReviewSiteAdmin(admin.ModelAdmin):
     search_fields = ("label", "url", "owner__email", "owner__business_name")
     raw_id_fields = ("owner",)
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"  # a link typed without a scheme, as the portal
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def save_model(self, request, obj, form, change):
         with transaction.atomic():
             BusinessSettings.lock_for(obj.owner)

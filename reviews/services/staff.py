@@ -134,6 +134,10 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
             .first()
         )
         if message is None:
+            if request.messages.filter(
+                status=Message.Status.PLANNED, last_error_code=Message.WAITING_FOR_REVIEW_SITE
+            ).exists():
+                raise SendNowRefused(Message.WAITING_FOR_REVIEW_SITE_TEXT)
             in_flight = request.messages.filter(
                 status__in=(Message.Status.QUEUED, Message.Status.SENDING)
             ).exists()

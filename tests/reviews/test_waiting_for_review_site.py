@@ -9,7 +9,14 @@ import pytest
 from rest_framework.test import APIClient
 
 from reviews.models import BusinessSettings, Message, ReviewRequest, ReviewSite
-from reviews.services import contact_add, message_send, messages_dispatch_due, review_site_add
+from reviews.services import (
+    SendNowRefused,
+    contact_add,
+    message_send,
+    messages_dispatch_due,
+    review_request_send_now,
+    review_site_add,
+)
 from tests.factories import UserFactory
 from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
 from tests.support.oauth import issue_tokens
@@ -158,3 +165,9 @@ def test_the_admin_lists_it_as_waiting_and_adding_a_site_there_releases_it(sitel
     )
     assert response.status_code == 302, response.content
     assert step(request, 0).status == "pending"
+
+
+def test_send_now_says_the_request_waits_for_a_review_site(siteless):
+    request = email_request(siteless)
+    with pytest.raises(SendNowRefused, match="Waiting for a review site"):
+        review_request_send_now(review_request=request)
