@@ -252,7 +252,9 @@ class BusinessSettings(models.Model):
 
     @classmethod
     def cache_key(cls, owner_id) -> str:
-        return f"reviews:business-settings:{owner_id}"
+        # v2: the entry also holds has_review_site, which code reading v1 entries would not
+        # know; a new key keeps processes of two releases apart during a deploy.
+        return f"reviews:business-settings:v2:{owner_id}"
 
     @classmethod
     def for_owner(cls, owner) -> BusinessSettings:
