@@ -32,7 +32,10 @@ def test_an_exported_var_dir_is_not_used_and_the_header_names_the_run_s_own(tmp_
     live = tmp_path / "live-var"
     live.mkdir()
     env = {**os.environ, "VAR_DIR": str(live)}
-    env.pop("SECRET_KEY", None)  # the embedded default would write var/secret_key
+    # The embedded default (no database or Redis server, no secret key), which writes its
+    # SQLite files, cache and generated secret key under VAR_DIR.
+    for name in ("SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CI_REDIS_URL"):
+        env.pop(name, None)
     run = subprocess.run(
         [
             sys.executable,
