@@ -78,7 +78,9 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     EMAIL_FIELD = "email"
     USERNAME_FIELD = "email"
-    REQUIRED_FIELDS = ["business_name"]
+    # Nothing beyond the e-mail and password: staff (createsuperuser) have no business, and
+    # owners get their business name from create_business or the admin.
+    REQUIRED_FIELDS: list[str] = []
 
     class Meta:
         ordering = ["email"]

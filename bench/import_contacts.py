@@ -63,9 +63,10 @@ def main() -> int:
     try:
         from reviews.models import BusinessSettings, Contact, ReviewRequest
         from reviews.services import contacts_import
-        from tests.factories import UserFactory
+        from tests.factories import ReviewSiteFactory, UserFactory
 
         owner = UserFactory(email="bench@example.com", business_name="Bench Co")
+        ReviewSiteFactory(owner=owner)  # a business that sends (without one, requests wait)
         BusinessSettings.objects.create(owner=owner)
         raw = make_csv(args.rows)
         print(f"{args.rows} rows, {len(raw) / 1024:.0f} KiB, PostgreSQL {connection.pg_version}")

@@ -17,12 +17,14 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Subquery
 from django.utils import timezone
+from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import (
     AbstractAccessToken,
     AbstractApplication,
     AbstractRefreshToken,
     clear_expired,
     get_access_token_model,
+    get_application_model,
     get_refresh_token_model,
 )
 
@@ -33,10 +35,34 @@ from .models import Connection, RedeemedCode, token_digest
 logger = logging.getLogger(__name__)
 
 AccessToken = get_access_token_model()
+Application = get_application_model()
 RefreshToken = get_refresh_token_model()
 
 # Recording use writes at most once per access token per this many seconds.
 TOUCH_INTERVAL_SECONDS = 1
+
+
+def oauth_client_create(
+    *, name: str, redirect_uris: list[str], client_id: str = ""
+) -> tuple[AbstractApplication, str]:
+    """Register a confidential authorization-code client (a platform's app) and return it with
+    its generated secret, the only time the cleartext exists (a hash is stored, as the admin
+    does). ``client_id`` empty: generated. ``ValidationError`` (nothing saved) for a taken id
+    or a redirect URI the provider would refuse (``https`` only, exact)."""
+    secret = generate_client_secret()
+    application = Application(
+        name=name,
+        client_type=Application.CLIENT_CONFIDENTIAL,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris=" ".join(redirect_uris),
+        client_secret=secret,
+        hash_client_secret=True,
+    )
+    if client_id:
+        application.client_id = client_id
+    application.full_clean()
+    application.save()
+    return application, secret
 
 
 def connection_revoke(*, connection_id: uuid.UUID) -> int:

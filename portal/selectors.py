@@ -23,6 +23,7 @@ from events.models import WebhookDelivery, WebhookSubscription
 from oauth_provider.models import Connection
 from reviews import selectors as reviews_selectors
 from reviews.models import (
+    BusinessSettings,
     Channel,
     Message,
     ReviewRequest,
@@ -135,8 +136,8 @@ class Funnel:
 
 def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Funnel:
     """The funnel of requests the owner added in the last ``days`` days (all time: None), in
-    one aggregate query. Delivered includes requests clicked without a delivery receipt (many
-    e-mail providers send none; a click proves the message arrived)."""
+    one aggregate query. Delivered: ``ReviewRequest.delivered_q`` (a receipt or a click), as
+    the staff dashboard counts it."""
     since = (now or timezone.now()) - timedelta(days=days) if days else None
     requests = ReviewRequest.objects.filter(owner=owner)
     if since is not None:
@@ -144,7 +145,7 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
     counts = requests.aggregate(
         added=Count("pk"),
         sent=Count("pk", filter=Q(sent_at__isnull=False)),
-        delivered=Count("pk", filter=Q(delivered_at__isnull=False) | Q(clicked_at__isnull=False)),
+        delivered=Count("pk", filter=ReviewRequest.delivered_q()),
         clicked=Count("pk", filter=Q(clicked_at__isnull=False)),
         failed=Count("pk", filter=Q(status=ReviewRequest.Status.FAILED)),
         opted_out=Count("pk", filter=Q(status=ReviewRequest.Status.OPTED_OUT)),
@@ -157,17 +158,39 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
 
 @dataclass(frozen=True)
 class ConnectedApp:
-    connection: Connection
+    """One app the owner connected, with every live connection to it: connecting again (a
+    second Zap account, a reconnect) makes another connection, and they are one app to the
+    owner."""
+
+    connections: list[Connection]  # newest first
     scopes: list[tuple[str, str]] = field(default_factory=list)  # (scope, plain description)
 
     @property
     def name(self) -> str:
-        return self.connection.application.name
+        return self.connections[0].application.name
+
+    @property
+    def connection(self) -> Connection:
+        """The newest connection."""
+        return self.connections[0]
+
+    @property
+    def count(self) -> int:
+        return len(self.connections)
+
+    @property
+    def connected_since(self) -> datetime:
+        return min(c.created_at for c in self.connections)
+
+    @property
+    def last_used_at(self) -> datetime | None:
+        return max((c.last_used_at for c in self.connections if c.last_used_at), default=None)
 
 
 def connected_apps(*, owner: User) -> list[ConnectedApp]:
-    """The owner's connections that still hold a live (not revoked) refresh token, newest
-    first, each with the scopes of its live access token(s)."""
+    """The apps the owner connected, one entry per app (its newest connection first), each
+    with its connections that still hold a live (not revoked) refresh token and the scopes of
+    their live access tokens."""
     connections = list(
         Connection.objects.with_active()
         .filter(user=owner, active=True)
@@ -188,19 +211,34 @@ def connected_apps(*, owner: User) -> list[ConnectedApp]:
         scopes.setdefault(family, set()).update(scope.split())
     described = settings.OAUTH2_PROVIDER["SCOPES"]
     order = list(described)
-    return [
-        ConnectedApp(
-            connection=connection,
-            scopes=[
-                (name, described.get(name, name))
-                for name in sorted(
-                    scopes.get(connection.pk, ()),
-                    key=lambda s: (order.index(s) if s in order else len(order), s),
-                )
-            ],
+    by_app: dict[object, list[Connection]] = {}
+    for connection in connections:
+        by_app.setdefault(connection.application_id, []).append(connection)
+    apps = []
+    for group in by_app.values():
+        granted = set().union(*(scopes.get(c.pk, set()) for c in group))
+        ordered = sorted(granted, key=lambda s: (order.index(s) if s in order else len(order), s))
+        apps.append(
+            ConnectedApp(
+                connections=group, scopes=[(name, described.get(name, name)) for name in ordered]
+            )
         )
-        for connection in connections
-    ]
+    return apps
+
+
+def first_message_hours(*, review_request: ReviewRequest, messages: list[Message]) -> str:
+    """For a request whose first message has not gone yet: the sending hours it waits for and
+    whose clock they follow (why its time may have moved); ``""`` when none apply."""
+    first = next((m for m in messages if m.step == 0), None)
+    if first is None or review_request.status != ReviewRequest.Status.SCHEDULED:
+        return ""
+    policy = BusinessSettings.for_owner(review_request.owner)
+    send = policy.send_time(
+        channel=first.channel,
+        requested=review_request.scheduled_for,
+        phone=review_request.contact.phone,
+    )
+    return send.hours_text(first.get_channel_display())
 
 
 # --- Webhooks ------------------------------------------------------------------------------------

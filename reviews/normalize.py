@@ -27,6 +27,7 @@ import idna
 import phonenumbers
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
+from phonenumbers import geocoder
 
 MAX_NAME_LENGTH = 100
 MAX_COMPANY_LENGTH = 200
@@ -391,6 +392,7 @@ def normalize_phone(value: Any, default_region: str) -> str:
     candidates = [text]
     if _LEADING_00.match(text):
         candidates.append(_LEADING_00.sub("+", text, count=1))
+    international = None  # a number read with its own country code, but not valid
     for candidate in candidates:
         try:
             number = phonenumbers.parse(candidate, default_region)
@@ -398,11 +400,32 @@ def normalize_phone(value: Any, default_region: str) -> str:
             continue
         if phonenumbers.is_valid_number(number):
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+        if candidate.startswith("+") and international is None:
+            international = number
+    if international is not None:
+        # It has a country code, so the default region is beside the point: the digits after
+        # it do not make a number in use there (e.g. +44 7700 900xxx, reserved for fiction).
+        region = phonenumbers.region_code_for_country_code(international.country_code)
+        raise ValidationError(
+            f"Is not a valid phone number: +{international.country_code} is "
+            f"{_region_name(region)}, and {international.national_number} is not a number in "
+            "use there; check the digits.",
+            code="invalid",
+        )
     raise ValidationError(
         f"Is not a valid phone number (numbers without a country code are read as "
         f"{default_region}; use the +country code format, e.g. +14155552671).",
         code="invalid",
     )
+
+
+def _region_name(region: str) -> str:
+    """ "United Kingdom (GB)", falling back to the bare code."""
+    if not region or region in ("ZZ", "001"):
+        return "an international service code"
+    example = phonenumbers.example_number(region)
+    name = geocoder.country_name_for_number(example, "en") if example else ""
+    return f"{name} ({region})" if name else region
 
 
 _DIGITS = re.compile(r"[0-9]{1,12}")

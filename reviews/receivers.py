@@ -15,7 +15,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from . import services
-from .models import BusinessSettings, Contact
+from .models import BusinessSettings, Contact, ReviewSite
 
 logger = logging.getLogger(__name__)
 
@@ -75,4 +75,11 @@ def email_inbound_unsubscribe(sender, event, esp_name, **kwargs) -> None:
 @receiver(post_delete, sender=BusinessSettings, dispatch_uid="business_settings_deleted")
 def _business_settings_changed(sender, instance: BusinessSettings, **kwargs) -> None:
     """Every save (the settings page, the admin) reaches ``for_owner``'s readers at once."""
+    BusinessSettings.invalidate_cached(instance.owner_id)
+
+
+@receiver(post_save, sender=ReviewSite, dispatch_uid="review_site_saved")
+@receiver(post_delete, sender=ReviewSite, dispatch_uid="review_site_deleted")
+def _review_site_changed(sender, instance: ReviewSite, **kwargs) -> None:
+    """``BusinessSettings.for_owner`` caches whether the business lists a review site."""
     BusinessSettings.invalidate_cached(instance.owner_id)

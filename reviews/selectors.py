@@ -176,6 +176,15 @@ def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEv
         )
     ]
     for message in request.messages.order_by("step"):
+        if message.waiting_for_review_site:
+            events.append(
+                TimelineEvent(
+                    message.updated_at,
+                    "waiting",
+                    f"{_message_name(message)} waiting for a review site",
+                    message.last_error,
+                )
+            )
         for stamp, kind, verb in _MESSAGE_EVENTS:
             at = getattr(message, stamp)
             if at is None:
@@ -222,12 +231,21 @@ def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEv
                 request.ended_at,
                 "ended",
                 f"Request ended: {request.get_status_display().lower()}",
-                " ".join(filter(None, (request.get_ended_reason_display(), request.ended_detail))),
+                _ending(request),
             )
         )
     # Events of one instant: the cause (a click, an opt-out) before its effects (the follow-ups
     # it cancelled, the end of the request).
     return sorted(events, key=lambda event: (event.at, _EFFECT_ORDER.get(event.kind, 1)))
+
+
+def _ending(request: ReviewRequest) -> str:
+    """Why a request ended, in one sentence: its reason, and the detail unless the detail
+    already says it ("The contact opted out" + "The contact opted out of every channel...")."""
+    reason, detail = request.get_ended_reason_display(), request.ended_detail
+    if not detail or detail.lower().startswith(reason.lower()):
+        return detail or reason
+    return f"{reason}. {detail}" if reason else detail
 
 
 def _local(moment: datetime) -> str:
@@ -263,10 +281,18 @@ def review_request_daily_querysets(
     querysets = {}
     for key, stamp in DAILY_SERIES.items():
         requests = ReviewRequest.objects.filter(owned, **{f"{stamp}__gte": since})
+        day = TruncDate(stamp)
         if key == "scheduled":
             requests = requests.exclude(_OPTED_OUT_ON_ARRIVAL)
+        elif key == "delivered":
+            # The portal's definition (``ReviewRequest.delivered_q``): a receipt, or a click
+            # when no receipt came, on the day it became known. Two indexed ranges.
+            requests = ReviewRequest.objects.filter(
+                owned, Q(delivered_at__gte=since) | Q(delivered_at=None, clicked_at__gte=since)
+            )
+            day = TruncDate(ReviewRequest.delivered_known_at())
         querysets[key] = (
-            requests.annotate(day=TruncDate(stamp))
+            requests.annotate(day=day)
             .values("day")
             .annotate(n=Count("pk"))
             .values_list("day", "n")

@@ -10,15 +10,20 @@ each local day is turned into a UTC interval, so DST changes are exact:
 * a start that occurs twice (01:30 on the night clocks fall back) opens it the first time.
 
 A phone number can map to several time zones (a US area code straddling two zones, a
-nationwide mobile range, a toll-free number: every North American zone). The window must then
-hold in **every** zone (the strictest reading): a US toll-free number with 08:00-21:00 gets
-22:00-23:30 UTC, 08:00 in Guam and 19:30 in St. John's. When the zones share no allowed time
-at all (a short window and zones far apart), callers fall back to the business's own zone: see
-``BusinessSettings.send_time``.
+nationwide mobile range, a toll-free number: every North American zone). Which clock then
+decides is ``send_zones``: when the business's own time zone is one of them (or keeps the same
+clock as one of them all year, as Melbourne does Sydney's), the business's, since a customer of
+a local business is most likely local too: an Australian mobile of a Sydney business gets
+Sydney's 08:00, not the 12:30 that the number's zones out to Cocos Islands (UTC+6:30) would
+share. Otherwise the window must hold in **every** zone (the strictest reading): a US toll-free
+number with 08:00-21:00 gets 22:00-23:30 UTC, 08:00 in Guam and 19:30 in St. John's. When the
+zones share no allowed time at all (a short window and zones far apart), callers fall back to
+the business's own zone: see ``BusinessSettings.send_time``.
 """
 
 from __future__ import annotations
 
+import enum
 import zoneinfo
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -152,3 +157,35 @@ def _zones_for_number(phone: str) -> tuple[zoneinfo.ZoneInfo, ...]:
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             continue  # "Etc/Unknown", or a zone this system's tz database lacks
     return tuple(zones)
+
+
+class ZoneBasis(enum.StrEnum):
+    """Whose clock a send time follows, and so what a person is told about a moved time."""
+
+    NUMBER = "number"  # the number's one time zone
+    BUSINESS_AMONG_NUMBER = "business_among_number"  # several zones, the business's among them
+    EVERY_ZONE = "every_zone"  # several zones, the business's not among them: all must allow
+    BUSINESS = "business"  # the number gives no zone, or its zones share no allowed time
+
+
+def send_zones(
+    phone: str, business_zone: zoneinfo.ZoneInfo
+) -> tuple[tuple[zoneinfo.ZoneInfo, ...], ZoneBasis]:
+    """The zones whose window a message to ``phone`` must fit, and why (``ZoneBasis``)."""
+    zones = recipient_time_zones(phone)
+    if not zones:
+        return (business_zone,), ZoneBasis.BUSINESS
+    if len(zones) == 1:
+        return zones, ZoneBasis.NUMBER
+    if any(_same_clock(zone, business_zone) for zone in zones):
+        return (business_zone,), ZoneBasis.BUSINESS_AMONG_NUMBER
+    return zones, ZoneBasis.EVERY_ZONE
+
+
+def _same_clock(a: zoneinfo.ZoneInfo, b: zoneinfo.ZoneInfo) -> bool:
+    """The same zone, or one whose clock agrees with it in January and in July."""
+    if a.key == b.key:
+        return True
+    year = datetime.now(UTC).year
+    probes = (datetime(year, 1, 15, 12, tzinfo=UTC), datetime(year, 7, 15, 12, tzinfo=UTC))
+    return all(p.astimezone(a).utcoffset() == p.astimezone(b).utcoffset() for p in probes)

@@ -113,3 +113,24 @@ def classify(text: str) -> Intent:
 def twilio_answers_itself(text: str) -> bool:
     """Whether Twilio's default opt-out handling already replied to this exact keyword."""
     return normalize(text) in TWILIO_STANDARD_KEYWORDS
+
+
+OPT_OUT_CONFIRMATION = (
+    "You're unsubscribed and will get no more review requests by text. Reply START to undo."
+)
+OPT_IN_CONFIRMATION = "You're subscribed again to review requests by text. Reply STOP to opt out."
+
+
+def sms_reply_text(
+    text: str, intent: Intent, *, help_text: str, twilio_answers_standard: bool
+) -> str:
+    """Our answer to an inbound SMS, ``""`` for none: one confirmation at most. Twilio's own
+    opt-out handling already answers its standard keywords (``twilio_answers_standard``), so
+    then we answer only the wordings it does not know."""
+    if twilio_answers_standard and twilio_answers_itself(text):
+        return ""
+    return {
+        Intent.OPT_OUT: OPT_OUT_CONFIRMATION,
+        Intent.OPT_IN: OPT_IN_CONFIRMATION,
+        Intent.HELP: help_text,
+    }.get(intent, "")

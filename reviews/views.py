@@ -27,14 +27,9 @@ from twilio.twiml.messaging_response import MessagingResponse
 from . import services
 from .models import BusinessSettings, Feedback, ReviewRequest, ReviewSite
 from .rendering import business_name
-from .sms_keywords import Intent, twilio_answers_itself
+from .sms_keywords import sms_reply_text
 
 logger = logging.getLogger(__name__)
-
-OPT_OUT_CONFIRMATION = (
-    "You're unsubscribed and will get no more review requests by text. Reply START to undo."
-)
-OPT_IN_CONFIRMATION = "You're subscribed again to review requests by text. Reply STOP to opt out."
 
 
 def _request_or_none(token: str) -> ReviewRequest | None:
@@ -192,14 +187,12 @@ def twilio_inbound(request: HttpRequest) -> HttpResponse:
         message_sid=request.POST.get("MessageSid", "") or request.POST.get("SmsSid", ""),
     )
     reply = MessagingResponse()
-    # One confirmation at most: Twilio's own opt-out handling already answers its standard
-    # keywords, so we answer only the wordings it does not know.
-    if not (settings.TWILIO_ANSWERS_STANDARD_KEYWORDS and twilio_answers_itself(body)):
-        text = {
-            Intent.OPT_OUT: OPT_OUT_CONFIRMATION,
-            Intent.OPT_IN: OPT_IN_CONFIRMATION,
-            Intent.HELP: settings.SMS_HELP_TEXT,
-        }.get(intent)
-        if text:
-            reply.message(text)
+    text = sms_reply_text(
+        body,
+        intent,
+        help_text=settings.SMS_HELP_TEXT,
+        twilio_answers_standard=settings.TWILIO_ANSWERS_STANDARD_KEYWORDS,
+    )
+    if text:
+        reply.message(text)
     return HttpResponse(str(reply), content_type="text/xml")

@@ -7,7 +7,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.test.utils import override_settings
 
-from tests.factories import UserFactory
+from tests.factories import ReviewSiteFactory, UserFactory
 
 # Page tests' fixtures (a real Chromium; test_*_browser.py beside each app's tests).
 from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
@@ -16,7 +16,8 @@ from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa
 def pytest_report_header(config):
     db = django_settings.DATABASES["default"]
     broker = "redis" if django_settings.REDIS_URL else "filesystem (embedded)"
-    return f"database: {db['ENGINE'].rsplit('.', 1)[-1]} ({db['NAME']}); broker: {broker}"
+    name = db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}"  # what the tests use
+    return f"database: {db['ENGINE'].rsplit('.', 1)[-1]} ({name}); broker: {broker}"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -54,7 +55,10 @@ def _test_settings(tmp_path_factory):
 
 @pytest.fixture
 def owner(db):
-    return UserFactory()
+    """A business as it normally is: with a review site (without one, nothing is sent)."""
+    owner = UserFactory()
+    ReviewSiteFactory(owner=owner)
+    return owner
 
 
 @pytest.fixture
@@ -67,7 +71,9 @@ def staff(db):
 
 @pytest.fixture
 def other_owner(db):
-    return UserFactory()
+    other = UserFactory()
+    ReviewSiteFactory(owner=other)
+    return other
 
 
 @pytest.fixture

@@ -9,7 +9,17 @@ from django import template
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from reviews.models import BusinessSettings
+
 register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def review_site_missing(context) -> bool:
+    """Whether the logged-in business lists no review site, so its review requests wait
+    (``{% review_site_missing as no_site %}``; cached with its settings, no query)."""
+    user = context["request"].user
+    return not BusinessSettings.for_owner(user).has_review_site
 
 
 @register.filter

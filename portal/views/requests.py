@@ -80,6 +80,8 @@ def _owned_request(request: HttpRequest, pk: uuid.UUID) -> ReviewRequest:
 @require_http_methods(["GET", "HEAD"])
 def detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     review_request = _owned_request(request, pk)
+    review_request.owner = request.user
+    messages = list(review_request.messages.order_by("step"))
     return render(
         request,
         "portal/request_detail.html",
@@ -87,7 +89,10 @@ def detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
             "section": "dashboard",
             "review_request": review_request,
             "contact": review_request.contact,
-            "messages_sent": review_request.messages.order_by("step"),
+            "messages_sent": messages,
+            "sending_hours": selectors.first_message_hours(
+                review_request=review_request, messages=messages
+            ),
             "timeline": selectors.review_request_timeline(review_request=review_request),
         },
     )

@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -169,6 +170,18 @@ class ReviewSiteAdmin(admin.ModelAdmin):
     list_filter = ("kind",)
     search_fields = ("label", "url", "owner__email", "owner__business_name")
     raw_id_fields = ("owner",)
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"  # a link typed without a scheme, as the portal
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        with transaction.atomic():
+            BusinessSettings.lock_for(obj.owner)
+            super().save_model(request, obj, form, change)
+            # Requests held while the business had no review site go out now.
+            services.messages_release_waiting(owner=obj.owner)
 
 
 # --- Message wording with its live preview -----------------------------------------------------

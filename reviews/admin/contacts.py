@@ -72,10 +72,10 @@ class ImportForm(forms.Form):
         label="Business (login e-mail)", help_text="The owner the contacts are added for."
     )
     file = forms.FileField(
-        label="CSV file",
+        label="CSV or Excel (.xlsx) file",
         help_text="First line: column names, e.g. First name, Last name, Email, Mobile, "
-        "Company, Delay (hours), Metadata (JSON). Comma, semicolon or tab separated; UTF-8 or "
-        "Excel's encoding.",
+        "Company, Delay (hours), Metadata (JSON). CSV: comma, semicolon or tab separated, UTF-8 "
+        "or Excel's encoding. Excel: the first worksheet.",
     )
     dry_run = forms.BooleanField(
         label="Dry run: check the file and show the report; write and send nothing",
@@ -175,7 +175,7 @@ class ContactAdmin(BigTableAdmin):
             "admin/reviews/contact_import.html",
             {
                 **self.admin_site.each_context(request),
-                "title": "Import contacts from a CSV file",
+                "title": "Import contacts from a CSV or Excel file",
                 "opts": self.opts,
                 "form": form,
                 "report": report,

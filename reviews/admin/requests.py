@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.core.mail import get_connection
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -24,6 +24,7 @@ from ..models import (
     Message,
     OptOutEvent,
     ReviewRequest,
+    ReviewSite,
 )
 from ..normalize import is_uuid
 from .base import (
@@ -65,7 +66,7 @@ class ReviewRequestAdmin(BigTableAdmin):
         "id",
         "contact",
         "owner",
-        "status",
+        "status_shown",
         "scheduled_for",
         "sent_at",
         "ended_reason",
@@ -86,6 +87,18 @@ class ReviewRequestAdmin(BigTableAdmin):
 
     def search_condition(self, search: str) -> Q:
         return contact_or_id_search(search, prefix="contact__")
+
+    def get_queryset(self, request):
+        sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
+        return super().get_queryset(request).annotate(owner_lists_site=Exists(sites))
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj):
+        """The status, and why a scheduled request does not go out: its business lists no
+        review site (``Message.hold_reason``)."""
+        if obj.is_active and not obj.owner_lists_site:
+            return f"{obj.get_status_display()}: waiting for a review site"
+        return obj.get_status_display()
 
     @admin.display(description="timeline")
     def timeline(self, obj):

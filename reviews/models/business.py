@@ -15,13 +15,19 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from core import versioned_cache
 
 from .. import merge_fields, sms_segments
 from ..normalize import MAX_DELAY_HOURS
-from ..sending_windows import SendingWindow, next_allowed_time, recipient_time_zones
+from ..sending_windows import (
+    SendingWindow,
+    ZoneBasis,
+    next_allowed_time,
+    recipient_time_zones,
+    send_zones,
+)
 from .contacts import Channel
 
 if TYPE_CHECKING:
@@ -69,6 +75,12 @@ class ReviewSite(models.Model):
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
 
     @staticmethod
+    def listed_by(owner_id: object) -> bool:
+        """Whether the business lists at least one review site: no review request or follow-up
+        goes out before it does (``Message.hold_reason``)."""
+        return ReviewSite.objects.filter(owner_id=owner_id).exists()
+
+    @staticmethod
     def kind_for_url(url: str) -> str | None:
         """The site kind a URL points at; None for sites we must never solicit (Yelp)."""
         host = (urlsplit(url).hostname or "").lower()
@@ -109,10 +121,46 @@ class SendTime:
     requested: datetime
     window: SendingWindow | None = None
     zones: tuple[str, ...] = ()
+    basis: ZoneBasis | None = None  # whose clock decided (None: no window applies)
+    number_zones: tuple[str, ...] = ()  # the phone number's candidate zones
 
     @property
     def shifted(self) -> bool:
         return self.at != self.requested
+
+    def hours_text(self, channel_label: str) -> str:
+        """The sending hours and whose clock they follow, in words: why a time moved."""
+        if self.window is None:
+            return ""
+        hours = (
+            f"{channel_label} messages go out only between {self.window.start:%H:%M} and "
+            f"{self.window.end:%H:%M}"
+        )
+        zones = _zone_list(self.zones)
+        if self.basis == ZoneBasis.NUMBER:
+            return f"{hours} in the recipient's time zone ({zones})."
+        if self.basis == ZoneBasis.BUSINESS_AMONG_NUMBER:
+            return (
+                f"{hours} in the business's time zone ({zones}), one of the "
+                f"{len(self.number_zones)} time zones the phone number may be in."
+            )
+        if self.basis == ZoneBasis.EVERY_ZONE:
+            return (
+                f"{hours} in every time zone the phone number may be in ({zones}); the "
+                "business's time zone is not one of them, so only the hours they all share "
+                "are used."
+            )
+        if self.number_zones:
+            return (
+                f"{hours} in the business's time zone ({zones}): the time zones the phone "
+                f"number may be in ({_zone_list(self.number_zones)}) share no such hours."
+            )
+        return f"{hours} in the business's time zone ({zones}): the number tells no time zone."
+
+
+def _zone_list(zones: tuple[str, ...]) -> str:
+    shown = ", ".join(zones[:3])
+    return shown + (f" and {len(zones) - 3} more" if len(zones) > 3 else "")
 
 
 class BusinessSettings(models.Model):
@@ -204,7 +252,9 @@ class BusinessSettings(models.Model):
 
     @classmethod
     def cache_key(cls, owner_id) -> str:
-        return f"reviews:business-settings:{owner_id}"
+        # v2: the entry also holds has_review_site, which code reading v1 entries would not
+        # know; a new key keeps processes of two releases apart during a deploy.
+        return f"reviews:business-settings:v2:{owner_id}"
 
     @classmethod
     def for_owner(cls, owner) -> BusinessSettings:
@@ -215,14 +265,33 @@ class BusinessSettings(models.Model):
         (``reviews.receivers``) safely against concurrent readers (``core.versioned_cache``).
         """
         read = versioned_cache.read(cls.cache_key(owner.pk))
-        if read.value is not None:
-            obj = versioned_cache.model_from_values(cls, read.value)
+        values = dict(read.value or {})
+        has_review_site = values.pop("has_review_site", None)
+        if read.value is not None and has_review_site is not None:
+            obj = versioned_cache.model_from_values(cls, values)
         else:
-            obj, _ = cls.objects.get_or_create(owner=owner)
+            sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
+            obj, created = cls.objects.annotate(has_review_site=Exists(sites)).get_or_create(
+                owner=owner
+            )
+            has_review_site = ReviewSite.listed_by(owner.pk) if created else obj.has_review_site
             versioned_cache.write(
-                read, versioned_cache.model_values(obj), timeout=cls.CACHE_SECONDS
+                read,
+                {**versioned_cache.model_values(obj), "has_review_site": has_review_site},
+                timeout=cls.CACHE_SECONDS,
             )
         obj.owner = owner  # spare a query for the time zone
+        # Whether the business lists a review site (``Message.hold_reason``), cached with the
+        # settings: a review site's save or delete invalidates them too.
+        obj.has_review_site = has_review_site
+        return obj
+
+    @classmethod
+    def lock_for(cls, owner) -> BusinessSettings:
+        """The owner's settings row, locked (``SELECT ... FOR UPDATE``) until the transaction
+        ends: what serialises adding a contact while the business lists no review site with
+        adding its first site (``messages_release_waiting``), so no held request is missed."""
+        obj, _ = cls.objects.select_for_update().get_or_create(owner=owner)
         return obj
 
     @classmethod
@@ -293,21 +362,29 @@ class BusinessSettings(models.Model):
     def send_time(self, *, channel: str, requested: datetime, phone: str = "") -> SendTime:
         """The first allowed instant ``>= requested`` for a message on ``channel``.
 
-        The recipient's clock decides: the time zones of the phone number, all of them when it
-        has several (the strictest reading); the business's time zone when there is no phone,
-        the number is unknown to the time-zone data, or its zones share no allowed hour.
+        The recipient's clock decides (``sending_windows.send_zones``): the phone number's
+        time zone; when it has several, the business's if it is one of them, else all of them
+        (the strictest reading); the business's time zone when there is no phone, the number
+        is unknown to the time-zone data, or its zones share no allowed hour.
+        ``SendTime.hours_text`` says which, in words.
         """
         if not self.window_applies(channel):
             return SendTime(at=requested, requested=requested)
         window = self.window
-        zones = recipient_time_zones(phone)
-        at = next_allowed_time(requested, window, zones) if zones else None
+        business_zone = zoneinfo.ZoneInfo(self.owner.time_zone)
+        zones, basis = send_zones(phone, business_zone)
+        at = next_allowed_time(requested, window, zones)
         if at is None:
-            zones = (zoneinfo.ZoneInfo(self.owner.time_zone),)
+            zones, basis = (business_zone,), ZoneBasis.BUSINESS
             at = next_allowed_time(requested, window, zones)
         assert at is not None  # one zone always has an allowed time within a day
         return SendTime(
-            at=at, requested=requested, window=window, zones=tuple(z.key for z in zones)
+            at=at,
+            requested=requested,
+            window=window,
+            zones=tuple(z.key for z in zones),
+            basis=basis,
+            number_zones=tuple(z.key for z in recipient_time_zones(phone)),
         )
 
 

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 
 from .business import PlannedStep, ReviewSite
 from .contacts import Channel, Contact
@@ -186,6 +187,17 @@ class ReviewRequest(models.Model):
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
 
+    # "Delivered", the one definition the portal and the admin count by: the provider confirmed
+    # delivery, or the contact clicked (many e-mail providers send no receipt; a click proves
+    # the message arrived). Known since the receipt, or else the click.
+    @staticmethod
+    def delivered_q() -> Q:
+        return Q(delivered_at__isnull=False) | Q(clicked_at__isnull=False)
+
+    @staticmethod
+    def delivered_known_at() -> Coalesce:
+        return Coalesce("delivered_at", "clicked_at")
+
     @property
     def reached_contact(self) -> bool:
         """Whether any message went out; only such requests start a re-request cooldown."""
@@ -289,9 +301,17 @@ class Message(models.Model):
         Status.QUEUED: frozenset({Status.SENDING, Status.PENDING, Status.CANCELLED}),
         # pending: rejected-transient (retry with backoff); unknown: may have been sent;
         # cancelled: the send task found the contact opted out (or the request ended) after
-        # claiming the row and before calling the provider, so nothing went out
+        # claiming the row and before calling the provider, so nothing went out; planned: held
+        # after the claim, the business lists no review site any more (``hold_reason``)
         Status.SENDING: frozenset(
-            {Status.SENT, Status.PENDING, Status.FAILED, Status.UNKNOWN, Status.CANCELLED}
+            {
+                Status.SENT,
+                Status.PENDING,
+                Status.FAILED,
+                Status.UNKNOWN,
+                Status.CANCELLED,
+                Status.PLANNED,
+            }
         ),
         Status.SENT: frozenset({Status.DELIVERED, Status.FAILED}),
         Status.DELIVERED: frozenset(),
@@ -391,13 +411,37 @@ class Message(models.Model):
     def refusal(self) -> str:
         """Why this message must not go out now; ``""`` when it may: the one statement of the
         pre-send rule (its request is still active, and the contact can still receive its
-        channel). Needs ``review_request`` and its ``contact`` loaded."""
+        channel), refusals cancel the message; ``hold_reason`` says when it must wait instead.
+        Needs ``review_request`` and its ``contact`` loaded."""
         request = self.review_request
         if not request.is_active:
             return f"not sent: the request ended ({request.status}) before it went out"
         if not request.contact.can_receive(self.channel):
             return request.contact.unreachable_reason(self.channel)
         return ""
+
+    # A message held until the business lists a review site: ``planned`` with no ``due_at``,
+    # this ``last_error_code`` and ``WAITING_FOR_REVIEW_SITE_TEXT`` as ``last_error``; adding a
+    # site makes it ``pending`` (``messages_release_waiting``).
+    WAITING_FOR_REVIEW_SITE = "waiting_for_review_site"
+    WAITING_FOR_REVIEW_SITE_TEXT = (
+        "Waiting for a review site: the business has not listed one yet. It goes out once a "
+        "review site is added (Settings, Review sites), within the sending hours."
+    )
+
+    @classmethod
+    def hold_reason(cls, *, has_review_site: bool) -> str:
+        """Why this message must wait (not be cancelled) before it goes out; ``""`` when it
+        need not: the other half of the pre-send rule, after ``refusal``. A review request
+        sends people to the business's review sites, so none leaves while it lists none."""
+        return "" if has_review_site else cls.WAITING_FOR_REVIEW_SITE_TEXT
+
+    @property
+    def waiting_for_review_site(self) -> bool:
+        return (
+            self.status == self.Status.PLANNED
+            and self.last_error_code == self.WAITING_FOR_REVIEW_SITE
+        )
 
     def transition(self, to: str, *, at: datetime) -> list[str]:
         """Move to ``to`` (validated), stamping its timestamp; returns the fields to save."""
@@ -413,10 +457,16 @@ class Message(models.Model):
 
 
 def messages_for(
-    review_request: ReviewRequest, steps: Iterable[PlannedStep], *, due_at: datetime
+    review_request: ReviewRequest,
+    steps: Iterable[PlannedStep],
+    *,
+    due_at: datetime,
+    hold_reason: str = "",
 ) -> list[Message]:
-    """The unsaved message rows of a new request: step 0 pending at ``due_at``, the rest planned."""
-    return [
+    """The unsaved message rows of a new request: step 0 pending at ``due_at``, the rest planned.
+    With a ``hold_reason`` (``Message.hold_reason``), step 0 is held instead: planned, waiting
+    for a review site."""
+    messages = [
         Message(
             review_request=review_request,
             step=planned.step,
@@ -427,6 +477,11 @@ def messages_for(
         )
         for planned in steps
     ]
+    if hold_reason and messages:
+        first = messages[0]
+        first.status, first.due_at = Message.Status.PLANNED, None
+        first.last_error_code, first.last_error = Message.WAITING_FOR_REVIEW_SITE, hold_reason
+    return messages
 
 
 # --- Engagement: clicks and private feedback ------------------------------------------------------

@@ -37,6 +37,7 @@ from .contacts import (
     ContactAddResult,
     business_create,
     contact_add,
+    messages_release_waiting,
     review_site_add,
 )
 from .dispatch import (
@@ -100,6 +101,7 @@ __all__ = [
     "messages_dispatch_due",
     "messages_dispatch_preview",
     "messages_reconcile_unknown",
+    "messages_release_waiting",
     "messages_send",
     "opt_out_events_purge",
     "review_request_cancel",

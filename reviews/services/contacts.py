@@ -22,6 +22,7 @@ from ..models import (
     BusinessSettings,
     Channel,
     Contact,
+    Message,
     PlannedStep,
     ReviewRequest,
     ReviewSite,
@@ -77,8 +78,65 @@ def review_site_add(*, owner: User, url: str, label: str = "", position: int = 0
         position=position,
     )
     site.full_clean()
-    site.save()
+    with transaction.atomic():
+        BusinessSettings.lock_for(owner)  # see _has_review_site
+        site.save()
+        messages_release_waiting(owner=owner)
     return site
+
+
+def messages_release_waiting(*, owner: User) -> int:
+    """The business lists a review site now: its messages held for one
+    (``Message.WAITING_FOR_REVIEW_SITE``) become pending, due at the time they were meant for
+    or now, whichever is later, moved into the sending window like any other send, and the
+    dispatcher sends them on its normal path. Returns how many were released.
+
+    Run in the transaction that adds the site, after ``BusinessSettings.lock_for`` (
+    ``review_site_add``; the admin's review-site page calls it too). Requests are locked
+    before their messages, the order of every writer that changes both."""
+    held = Message.objects.filter(
+        review_request__owner=owner,
+        status=Message.Status.PLANNED,
+        last_error_code=Message.WAITING_FOR_REVIEW_SITE,
+    )
+    if not ReviewSite.listed_by(owner.pk):
+        return 0
+    now = timezone.now()
+    policy = BusinessSettings.for_owner(owner)
+    released = 0
+    with transaction.atomic():
+        request_ids = list(held.values_list("review_request_id", flat=True))
+        requests = {
+            request.pk: request
+            for request in ReviewRequest.objects.select_for_update(of=("self",))
+            .select_related("contact")
+            .filter(pk__in=request_ids)
+            .order_by("pk")
+        }
+        for message in held.filter(review_request_id__in=list(requests)).select_for_update(
+            of=("self",)
+        ):
+            request = requests[message.review_request_id]
+            requested = max(now, request.scheduled_for) if message.step == 0 else now
+            send = policy.send_time(
+                channel=message.channel, requested=requested, phone=request.contact.phone
+            )
+            message.due_at, message.last_error, message.last_error_code = send.at, "", ""
+            message.save(
+                update_fields=[
+                    *message.transition(Message.Status.PENDING, at=now),
+                    "due_at",
+                    "last_error",
+                    "last_error_code",
+                ]
+            )
+            if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
+                request.scheduled_for = send.at
+                request.save(update_fields=["scheduled_for", "updated_at"])
+            released += 1
+        if released:
+            transaction.on_commit(dispatcher_kick)
+    return released
 
 
 def _default_label(kind: str | None, url: str) -> str:
@@ -227,12 +285,14 @@ def _decide(
         channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
     )
     review_request = ReviewRequest(owner=owner, contact=contact, scheduled_for=send.at)
+    hold = Message.hold_reason(has_review_site=_has_review_site(owner, policy))
+    messages = messages_for(review_request, steps, due_at=send.at, hold_reason=hold)
     db.review_request_insert(
         contact=contact if contact_created else None,
         request=review_request,
-        messages=messages_for(review_request, steps, due_at=send.at),
+        messages=messages,
     )
-    if send.at <= now:
+    if send.at <= now and not hold:
         # Latency only: a worker dispatches right after commit instead of at the next
         # beat sweep, which stays the safety net if this kick is lost.
         transaction.on_commit(dispatcher_kick)
@@ -242,8 +302,19 @@ def _decide(
         outcome=ContactAddOutcome.SCHEDULED,
         created=True,
         contact_created=contact_created,
-        message=_scheduled_message(contact, steps, send, notes),
+        message=_scheduled_message(contact, steps, send, [hold, *notes] if hold else notes),
     )
+
+
+def _has_review_site(owner: User, policy: BusinessSettings) -> bool:
+    """Whether the business lists a review site, for a new request. The cached answer is
+    trusted when it is yes (the send checks again); a no is confirmed under the lock that
+    ``review_site_add`` takes, so a request held now is seen by the release of a site added
+    meanwhile."""
+    if policy.has_review_site:
+        return True
+    BusinessSettings.lock_for(owner)
+    return ReviewSite.listed_by(owner.pk)
 
 
 def _existing(
@@ -255,6 +326,8 @@ def _existing(
             f"{name} already has a review request scheduled for "
             f"{_when(request.scheduled_for)}; no new request created."
         )
+        if hold := Message.hold_reason(has_review_site=policy.has_review_site):
+            text = f"{text} {hold}"
         outcome = ContactAddOutcome.ALREADY_ACTIVE
     elif request.is_active:
         text = (
@@ -322,13 +395,8 @@ def _scheduled_message(
         f"{Channel(first.channel).label} at {_when(send.at)}."
     ]
     if send.shifted and send.window is not None:
-        zones = ", ".join(send.zones[:3]) + (
-            f" and {len(send.zones) - 3} more" if len(send.zones) > 3 else ""
-        )
         parts.append(
-            f"Moved from {_when(send.requested)}: {Channel(first.channel).label} messages go "
-            f"out only between {send.window.start:%H:%M} and {send.window.end:%H:%M} in the "
-            f"recipient's time zone ({zones})."
+            f"Moved from {_when(send.requested)}: {send.hours_text(Channel(first.channel).label)}"
         )
     follow_ups = steps[1:]
     if follow_ups:

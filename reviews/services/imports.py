@@ -1,4 +1,5 @@
-"""Importing contacts from a CSV file (staff): every row through ``contact_add``.
+"""Importing contacts from a CSV file or an Excel workbook (staff): every row through
+``contact_add``.
 
 The admin's import page and ``manage.py import_contacts`` both call ``contacts_import``. Each row
 is handed to ``contact_add`` exactly as the connector API hands its JSON body, so the same
@@ -30,13 +31,17 @@ import io
 import json
 import re
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
+import openpyxl
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from openpyxl.utils.exceptions import InvalidFileException
 
 from accounts.models import User
 
@@ -46,8 +51,9 @@ from .contacts import ContactAddOutcome, contact_add
 
 BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
 MAX_FILE_BYTES = 20 * 1024 * 1024
-# What people call each field in the files they export (compared without case, spaces,
-# hyphens or underscores: "E-mail", "e_mail" and "EMAIL" are one header).
+# What people call each field in the files they export (compared by letters and digits only,
+# without case: "E-mail", "e_mail" and "EMAIL" are one header, and so are "Delay (hours)" and
+# "delay_hours"). Every name the docs and the import page list is here.
 HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "first_name": ("firstname", "first", "givenname", "forename"),
     "last_name": ("lastname", "last", "surname", "familyname"),
@@ -64,8 +70,8 @@ HEADER_ALIASES: dict[str, tuple[str, ...]] = {
         "telephone",
     ),
     "company_name": ("companyname", "company", "organization", "organisation"),
-    "delay_hours": ("delayhours", "delay"),
-    "metadata": ("metadata",),
+    "delay_hours": ("delayhours", "delay", "delayinhours", "hoursdelay"),
+    "metadata": ("metadata", "metadatajson"),
 }
 _ALIAS_TO_FIELD = {alias: key for key, aliases in HEADER_ALIASES.items() for alias in aliases}
 _LABELS = {spec.key: spec.label for spec in CONTACT_FIELDS}
@@ -76,7 +82,9 @@ class ImportFileError(Exception):
 
 
 def header_key(header: str) -> str:
-    return re.sub(r"[\s_\-.]+", "", (header or "").strip().lower())
+    """A header as it is matched: letters and digits only, case folded (spaces, punctuation
+    and brackets dropped)."""
+    return re.sub(r"[\W_]+", "", (header or "").casefold())
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,7 @@ def map_columns(headers: Iterable[str]) -> ColumnMap:
 class RowIssue:
     row: int  # the spreadsheet row number: the header is row 1
     reason: str
+    imported: bool = False  # a note (imported, no new request), not an error
 
 
 @dataclass
@@ -143,6 +152,11 @@ class ImportReport:
     def imported(self) -> int:
         return self.rows - len(self.errors)
 
+    @property
+    def issues(self) -> list[RowIssue]:
+        """Every row with something to report (errors and notes), in the file's row order."""
+        return sorted([*self.errors, *self.notes], key=lambda issue: issue.row)
+
     def summary(self) -> str:
         def verb(count: int) -> str:
             if self.dry_run:
@@ -167,14 +181,73 @@ class ImportReport:
         return ", ".join(parts) + "."
 
 
+def read_rows(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The headers and ``(row number, row)`` pairs of a CSV file or an Excel workbook (.xlsx:
+    a ZIP archive, told by its first bytes); ``ImportFileError`` when it is neither."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise ImportFileError(f"The file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB.")
+    if raw.startswith(_ZIP_MAGIC):
+        return read_xlsx(raw)
+    return read_csv(raw)
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def read_xlsx(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The first worksheet of an Excel workbook, as ``read_csv`` returns a file: the first row
+    names the columns. Cells become the text a CSV export would hold: whole numbers without
+    ``.0`` (a phone number typed as a number, a delay of 24), dates in ISO format."""
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+    except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+        raise ImportFileError(
+            f"This Excel file could not be read ({exc}); save it as CSV."
+        ) from None
+    sheet = book.worksheets[0] if book.worksheets else None
+    rows = sheet.iter_rows(values_only=True) if sheet is not None else iter(())
+    first = next(rows, None)
+    headers = [_cell_text(value).strip() for value in (first or ())]
+    if not any(headers):
+        book.close()
+        raise ImportFileError("The first row must name the columns (e.g. Email, First name).")
+
+    def records() -> Iterator[tuple[int, dict[str | None, Any]]]:
+        try:
+            for number, values in enumerate(rows, start=2):
+                cells = [_cell_text(value) for value in values]
+                row: dict[str | None, Any] = dict(zip(headers, cells, strict=False))
+                extra = [cell for cell in cells[len(headers) :] if cell.strip()]
+                if extra:
+                    row[None] = extra  # as csv does with cells beyond the header
+                yield number, row
+        finally:
+            book.close()
+
+    return headers, records()
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
 def read_csv(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     """Decode (UTF-8, with or without a BOM; else Windows-1252, as Excel writes), detect the
     delimiter (comma, semicolon or tab) and return the headers and ``(row number, row)``
     pairs. ``ImportFileError`` when it is not a CSV file with a header line."""
-    if len(raw) > MAX_FILE_BYTES:
-        raise ImportFileError(f"The file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB.")
     if b"\x00" in raw[:4096]:
-        raise ImportFileError("This is not a CSV text file (is it an Excel .xlsx? Save as CSV).")
+        raise ImportFileError(
+            "This is not a CSV text file, nor an Excel .xlsx workbook (an older .xls? Save it "
+            "as CSV or .xlsx)."
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -231,7 +304,8 @@ def contacts_import(
     dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import a CSV file of contacts for ``owner``; returns the report.
+    """Import a CSV file (or an Excel .xlsx workbook) of contacts for ``owner``; returns the
+    report.
 
     Raises ``ImportFileError`` (nothing done) when the file cannot be read as a whole. Row
     problems never stop the import: they are in ``report.errors`` with their row number.
@@ -239,7 +313,7 @@ def contacts_import(
     Runs outside a transaction (each batch is one).
     """
     started = time.perf_counter()
-    headers, rows = read_csv(raw)
+    headers, rows = read_rows(raw)
     report = ImportReport(owner=owner, dry_run=dry_run, columns=map_columns(headers))
     _import_rows(report, rows, progress=progress)
     report.seconds = time.perf_counter() - started
@@ -307,7 +381,7 @@ def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -
     report.outcomes[result.outcome] += 1
     report.contacts_created += result.contact_created
     if result.outcome != ContactAddOutcome.SCHEDULED:
-        report.notes.append(RowIssue(number, result.message))
+        report.notes.append(RowIssue(number, result.message, imported=True))
 
 
 def _repeats_earlier_batch(report: ImportReport, number: int, clean: ContactInput) -> bool:
@@ -329,6 +403,7 @@ def _repeats_earlier_batch(report: ImportReport, number: int, clean: ContactInpu
             number,
             f"Repeats row {earlier} of this file: the contact would be updated, with no new "
             "review request.",
+            imported=True,
         )
     )
     return True

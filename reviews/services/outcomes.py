@@ -200,6 +200,35 @@ def message_record_cancelled(*, message_id: str, attempt: int, reason: str) -> N
         )
 
 
+def message_record_held(*, message_id: str, attempt: int, reason: str) -> None:
+    """The claimed message was not sent because it must wait (``Message.hold_reason``: the
+    business lists no review site any more): back to ``planned``, held with the reason until
+    ``messages_release_waiting``; a first message's request is ``scheduled`` again."""
+    now = timezone.now()
+    with transaction.atomic():
+        request = review_request_lock_by_message(message_id=message_id, load=True)
+        message = (
+            Message.objects.filter(pk=message_id, attempts=attempt, status=Message.Status.SENDING)
+            .select_for_update(of=("self",))
+            .first()
+        )
+        if message is None:
+            return
+        message.due_at, message.last_error = None, reason
+        message.last_error_code = Message.WAITING_FOR_REVIEW_SITE
+        message.save(
+            update_fields=[
+                *message.transition(Message.Status.PLANNED, at=now),
+                "due_at",
+                "last_error",
+                "last_error_code",
+            ]
+        )
+        if message.step == 0 and request.status == ReviewRequest.Status.SENDING:
+            request.save(update_fields=request.transition(ReviewRequest.Status.SCHEDULED, at=now))
+    logger.info("message held: it waits for a review site", extra={"message_id": message_id})
+
+
 def message_record_unknown(*, message_id: str, attempt: int, code: str, reason: str) -> None:
     """The attempt may or may not have reached the provider: ``unknown``, never resent
     automatically (``messages_reconcile_unknown`` asks the provider)."""

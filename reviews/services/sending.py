@@ -9,7 +9,8 @@ row:
    nothing is sent. This is what makes ``acks_late`` with ``reject_on_worker_lost`` safe: the
    database, not the broker, decides whether a send happens.
 2. Check that it may still go out (``Message.refusal``, on a read made after the claim: an
-   opt-out, click or cancel that committed after the dispatcher queued it stops it here), then
+   opt-out, click or cancel that committed after the dispatcher queued it stops it here) or
+   must wait (``Message.hold_reason``: the business lists no review site), then
    render it and call the channel outside any transaction.
 3. Record the outcome (``outcomes``), guarded by the attempt number the claim gave, so a late
    outcome never overwrites a later attempt.
@@ -45,10 +46,17 @@ from ..channels import (
 )
 from ..channels.email import email_channel
 from ..channels.sms import sms_channel
-from ..models import BusinessSettings, Channel, Message, MessageTemplate, ReviewRequest
+from ..models import (
+    BusinessSettings,
+    Channel,
+    Message,
+    MessageTemplate,
+    ReviewRequest,
+)
 from .outcomes import (
     message_record_cancelled,
     message_record_failure,
+    message_record_held,
     message_record_sent,
     message_record_unknown,
 )
@@ -65,6 +73,7 @@ class SendResult:
     RETRY = "retry"  # back to pending with backoff
     UNKNOWN = "unknown"
     CANCELLED = "cancelled"  # found opted out / ended when claimed: not sent
+    HELD = "held"  # the business lists no review site: back to waiting, not sent
 
 
 @dataclass
@@ -154,7 +163,7 @@ def _send_budget() -> float:
 def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
     claimed = _with_db_retry(partial(_claim, message_id, batch))
     if isinstance(claimed, str):
-        return claimed  # skipped, or cancelled by the pre-send check
+        return claimed  # skipped, or cancelled or held by the pre-send check
     message = claimed
     attempt = message.attempts
     record_failure = partial(message_record_failure, message_id=message_id, attempt=attempt)
@@ -249,6 +258,10 @@ def _claim(message_id: str, batch: SendBatch) -> Message | str:
     if refusal:
         message_record_cancelled(message_id=message_id, attempt=message.attempts, reason=refusal)
         return SendResult.CANCELLED
+    hold = message.hold_reason(has_review_site=batch.policy_for(request.owner).has_review_site)
+    if hold:
+        message_record_held(message_id=message_id, attempt=message.attempts, reason=hold)
+        return SendResult.HELD
     return message
 
 

@@ -152,6 +152,10 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
             .first()
         )
         if message is None:
+            if request.messages.filter(
+                status=Message.Status.PLANNED, last_error_code=Message.WAITING_FOR_REVIEW_SITE
+            ).exists():
+                raise SendNowRefused(Message.WAITING_FOR_REVIEW_SITE_TEXT)
             in_flight = request.messages.filter(
                 status__in=(Message.Status.QUEUED, Message.Status.SENDING)
             ).exists()
@@ -171,9 +175,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
         allowed = policy.send_time(channel=message.channel, requested=now, phone=contact.phone)
         if allowed.at > now:
             raise SendNowRefused(
-                f"Quiet hours: {channel_name} goes out only between "
-                f"{allowed.window.start:%H:%M} and {allowed.window.end:%H:%M} in the "
-                f"recipient's time zone ({', '.join(allowed.zones)}); the earliest allowed time "
+                f"Quiet hours: {allowed.hours_text(channel_name)} The earliest allowed time "
                 f"is {human_utc(allowed.at)}."
             )
         if message.due_at is None or message.due_at > now:

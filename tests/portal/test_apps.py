@@ -68,3 +68,22 @@ def test_disconnect_asks_first_then_revokes_every_token_of_the_connection(
 
     again = browser.post(url, follow=True)
     assert b"Zapier was already disconnected." in again.content
+
+
+def test_several_connections_to_one_app_are_one_entry_with_a_count(browser, owner):
+    zapier = make_application(name="Zapier")
+    for _ in range(5):
+        issue_tokens(owner, scope="read", application=zapier)
+    issue_tokens(owner, scope="read write", application=zapier)
+    newest = Connection.objects.filter(user=owner).order_by("-created_at")
+    used = timezone.now() - timedelta(hours=3)
+    Connection.objects.filter(pk=newest[2].pk).update(last_used_at=used)
+    response = browser.get(URL)
+    [app] = response.context["apps"]
+    assert (app.name, app.count, app.last_used_at) == ("Zapier", 6, used)
+    assert [name for name, _ in app.scopes] == ["read", "write"]
+    html = response.content.decode()
+    assert html.count('<h2 id="app-') == 1
+    assert "6 connections" in html
+    assert "3\xa0hours ago" in html
+    assert html.count('aria-label="Disconnect Zapier (connected') == 6  # each still separable

@@ -7,8 +7,16 @@ from django.core.exceptions import ValidationError
 
 from reviews.models import ReviewSite
 from reviews.services import review_sites_reorder
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner(db):
+    """A business that lists no review site yet: these tests add them."""
+    return UserFactory()
+
 
 URL = "/portal/settings/sites/"
 

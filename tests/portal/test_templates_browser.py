@@ -77,6 +77,12 @@ def test_the_email_preview_shows_the_real_message(page, owner):
     # The message's own inline styles apply inside the sandboxed frame; nothing is blocked.
     background = frame.locator("body").evaluate("body => getComputedStyle(body).backgroundColor")
     assert background == "rgb(246, 247, 249)"
+    # Nothing is clipped on the right: the long review link wraps inside the card.
+    overflow = frame.locator("html").evaluate("html => html.scrollWidth - html.clientWidth")
+    assert overflow <= 0
+    link = frame.get_by_role("link", name="http").first
+    box, card = link.bounding_box(), page.locator("iframe.email-preview").bounding_box()
+    assert box["x"] + box["width"] <= card["x"] + card["width"]
     assert errors == []
     screenshot(page, "owner-email-editor")
 

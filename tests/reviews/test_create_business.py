@@ -132,3 +132,60 @@ def test_createapplication_registers_an_oauth_client_for_an_owner():
     app = get_application_model().objects.get(client_id="zapier-client")
     assert str(app.user_id) == owner_id
     assert app.redirect_uris == "https://zapier.com/dashboard/auth/oauth/return/App123CLIAPI/"
+
+
+# --- Setup commands: staff need no business, one spelling of options --------------------------
+
+
+def test_createsuperuser_asks_staff_for_no_business_name(monkeypatch):
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", PASSWORD)
+    out = io.StringIO()
+    call_command("createsuperuser", "--noinput", "--email", "staff@example.com", stdout=out)
+    staff = User.objects.get(email="staff@example.com")
+    assert staff.is_staff and staff.is_superuser and staff.business_name == ""
+    assert staff.display_name == "staff@example.com"
+
+
+def test_create_business_takes_hyphenated_and_underscored_options():
+    first = _create(
+        "--email",
+        "one@example.com",
+        "--password",
+        PASSWORD,
+        "--business-name",
+        "One",
+        "--time-zone",
+        "Europe/London",
+        "--review-url",
+        "https://g.page/r/one/review",
+    )
+    second = _create(
+        "--email",
+        "two@example.com",
+        "--password",
+        PASSWORD,
+        "--business_name",
+        "Two",
+        "--time_zone",
+        "Europe/Paris",
+        "--review_url",
+        "https://g.page/r/two/review",
+    )
+    one, two = User.objects.get(id=first), User.objects.get(id=second)
+    assert (one.business_name, one.time_zone, one.review_sites.count()) == (
+        "One",
+        "Europe/London",
+        1,
+    )
+    assert (two.business_name, two.time_zone, two.review_sites.count()) == (
+        "Two",
+        "Europe/Paris",
+        1,
+    )
+
+
+def test_create_business_without_a_review_url_still_works_and_says_requests_wait():
+    owner = User.objects.get(
+        id=_create("--email", "nosite@example.com", "--password", PASSWORD, "--business-name", "N")
+    )
+    assert not owner.review_sites.exists()

@@ -31,7 +31,7 @@ from django.test.utils import override_settings
 
 from reviews.models import BusinessSettings, Message
 from reviews.services import contact_add, message_resend, messages_reconcile_unknown
-from tests.factories import UserFactory
+from tests.factories import ReviewSiteFactory, UserFactory
 from tests.reviews.conftest import TWILIO_SID, TWILIO_TOKEN
 from tests.support.fake_providers import FakeProviders
 from tests.support.private_servers import postgres_available, private_postgres, private_redis
@@ -81,6 +81,7 @@ def seed(monkeypatch) -> list[str]:
     """MESSAGES contacts due now, SMS only, no follow-ups, no quiet hours."""
     monkeypatch.setattr("reviews.services.contacts.dispatcher_kick", lambda: None)  # beat sweeps
     owner = UserFactory(business_name="Acme Plumbing")
+    ReviewSiteFactory(owner=owner)  # without one, nothing is sent
     BusinessSettings.objects.create(
         owner=owner, send_window_applies_to="none", follow_up_offsets_hours=[]
     )
@@ -203,9 +204,10 @@ SEED_SCRIPT = """
 import django
 django.setup()
 from accounts.models import User
-from reviews.models import BusinessSettings
+from reviews.models import BusinessSettings, ReviewSite
 from reviews.services import contact_add
 owner = User.objects.create_user(email="owner@example.com", business_name="Acme Plumbing")
+ReviewSite.objects.create(owner=owner, url="https://g.page/r/acme/review", label="Google")
 BusinessSettings.objects.create(owner=owner, send_window_applies_to="none",
                                 follow_up_offsets_hours=[])
 for i in range({n}):

@@ -192,6 +192,21 @@ def test_possible_but_invalid_numbers_are_rejected(value):
         normalize_phone(value, "US")
 
 
+@pytest.mark.parametrize("value", ["+44 7700 900123", "0044 7700 900123"])
+def test_a_number_with_a_country_code_is_refused_for_its_digits_not_its_region(value):
+    """+44 7700 900xxx is reserved for fiction: the country code was given, so the message
+    must not talk about numbers without one."""
+    with pytest.raises(ValidationError) as caught:
+        normalize_phone(value, "US")
+    (message,) = caught.value.messages
+    assert "without a country code" not in message
+    assert message == (
+        "Is not a valid phone number: +44 is United Kingdom (GB), and 7700900123 is not a "
+        "number in use there; check the digits."
+    )
+    assert normalize_phone("+44 7700 123456", "US") == "+447700123456"
+
+
 def test_phone_input_longer_than_32_characters_is_rejected():
     with pytest.raises(ValidationError, match="at most 32"):
         normalize_phone("+1 415 555 2671" + " " * 5 + "x" * 20, "US")

@@ -12,16 +12,25 @@ class Command(BaseCommand):
     help = "Create a business owner (who can then connect Zapier) and print its id."
 
     def add_arguments(self, parser):
+        # Options are spelled with hyphens, as in every command of this project; the underscore
+        # spellings are accepted too (what Django's own commands derive from field names).
         parser.add_argument("--email", required=True)
         parser.add_argument("--password", required=True)
-        parser.add_argument("--business-name", required=True)
-        parser.add_argument("--time-zone", default="UTC", help="IANA zone, e.g. America/Chicago")
+        parser.add_argument("--business-name", "--business_name", required=True)
+        parser.add_argument(
+            "--time-zone",
+            "--time_zone",
+            default="UTC",
+            help="IANA zone, e.g. America/Chicago",
+        )
         parser.add_argument("--region", default="US", help="Default phone region, e.g. US or GB")
         parser.add_argument(
             "--review-url",
+            "--review_url",
             action="append",
             default=[],
-            help="A public review page of the business (repeat for several sites)",
+            help="A public review page of the business (repeat for several sites); without "
+            "one, its review requests wait until a site is added",
         )
 
     def handle(self, *args, **options):

@@ -1,4 +1,4 @@
-"""Import contacts from a CSV file for one business: ``import_contacts FILE --owner EMAIL``."""
+"""Import contacts from a CSV or .xlsx file: ``import_contacts FILE --owner EMAIL``."""
 
 from __future__ import annotations
 
@@ -11,18 +11,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from accounts.models import User
 from reviews.services import ImportFileError, contacts_import
-from reviews.services.imports import read_csv
+from reviews.services.imports import read_rows
 
 
 class Command(BaseCommand):
     help = (
-        "Import contacts from a CSV file for one business. Every row goes through contact_add "
-        "(dedup, cooldown and opt-outs apply); bad rows are reported with their row number and "
-        "the import goes on. Exit status 0 when the file was read, even if rows failed."
+        "Import contacts from a CSV file or an Excel .xlsx workbook for one business. Every row "
+        "goes through contact_add (dedup, cooldown and opt-outs apply); bad rows are reported "
+        "with their row number and the import goes on. Exit status 0 when the file was read, "
+        "even if rows failed."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="CSV file with a header line (Email, First name, ...)")
+        parser.add_argument(
+            "file", help="CSV or .xlsx file with a header line (Email, First name, ...)"
+        )
         parser.add_argument("--owner", required=True, help="The business's login e-mail")
         parser.add_argument(
             "--dry-run",
@@ -45,7 +48,7 @@ class Command(BaseCommand):
             console = Console(file=sys.stderr)
             disable = no_progress or not console.is_terminal
             # Sizing the bar parses the whole file once more: only when there is a bar.
-            total = None if disable else sum(1 for _ in read_csv(raw)[1])
+            total = None if disable else sum(1 for _ in read_rows(raw)[1])
             with Progress(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -72,8 +75,9 @@ class Command(BaseCommand):
         write(f"Columns: {mapped}")
         if report.columns.unknown:
             write(self.style.WARNING(f"Ignored columns: {', '.join(report.columns.unknown)}"))
-        for issue in report.notes:
-            write(f"row {issue.row}: skipped: {issue.reason}")
-        for issue in report.errors:
-            write(self.style.ERROR(f"row {issue.row}: error: {issue.reason}"))
+        for issue in report.issues:
+            if issue.imported:
+                write(f"row {issue.row}: skipped: {issue.reason}")
+            else:
+                write(self.style.ERROR(f"row {issue.row}: error: {issue.reason}"))
         write(f"{business.email}: {report.summary()} ({report.seconds:.1f} s)")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+
+import openpyxl
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -243,3 +246,110 @@ def test_import_costs_a_fixed_number_of_statements_per_row(owner, django_assert_
     with django_assert_max_num_queries(per_row * rows + 4):
         report = contacts_import(owner=owner, raw=csv_bytes(*lines))
     assert report.scheduled == rows and report.errors == []
+
+
+# --- Headers as people write them, and the report in row order -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "field"),
+    [
+        ("First Name", "first_name"),
+        ("First name", "first_name"),
+        ("Surname", "last_name"),
+        ("Last name", "last_name"),
+        ("E-mail", "email"),
+        ("Email Address", "email"),
+        ("Mobile", "mobile_phone_number"),
+        ("Phone", "mobile_phone_number"),
+        ("Cell", "mobile_phone_number"),
+        ("Company", "company_name"),
+        ("Delay (hours)", "delay_hours"),
+        ("DELAY [HOURS]", "delay_hours"),
+        ("delay_hours", "delay_hours"),
+        ("Metadata (JSON)", "metadata"),
+        ("  Mobile phone number: ", "mobile_phone_number"),
+    ],
+)
+def test_every_header_the_docs_list_is_understood(header, field):
+    assert map_columns(["Email", header] if field != "email" else [header]).fields[header] == field
+
+
+def test_the_delay_column_is_used_and_a_bad_delay_is_a_row_error(owner, time_machine):
+    time_machine.move_to("2026-06-10 16:00:00+00:00", tick=False)
+    report = contacts_import(
+        owner=owner,
+        raw=csv_bytes(
+            "Email,Delay (hours),Metadata (JSON),Shoe size",
+            'late@example.com,24,"{""order"": ""1001""}",38',
+            "bad@example.com,-5,,",
+        ),
+    )
+    assert report.columns.unknown == ["Shoe size"]
+    assert [(e.row, e.reason) for e in report.errors] == [
+        (3, "Delay (hours): Must be a whole number of hours from 0 to 8760, like 24."),
+    ]
+    late = ReviewRequest.objects.get(contact__email_normalized="late@example.com")
+    assert late.scheduled_for.isoformat() == "2026-06-11T16:00:00+00:00"
+    assert late.contact.metadata == {"order": "1001"}
+    assert not Contact.objects.filter(email_normalized="bad@example.com").exists()
+
+
+def test_the_report_lists_errors_and_skipped_rows_in_row_order(owner, tmp_path, capsys):
+    path = tmp_path / "contacts.csv"
+    path.write_bytes(
+        csv_bytes(
+            "Email",
+            "nope",
+            "a@example.com",
+            "A@example.com",
+            "also-nope",
+        )
+    )
+    call_command("import_contacts", str(path), "--owner", owner.email)
+    out = capsys.readouterr().out
+    rows = [line.split(":", 1)[0] for line in out.splitlines() if line.startswith("row ")]
+    assert rows == ["row 2", "row 4", "row 5"]
+    assert "row 4: skipped:" in out and "row 5: error:" in out
+
+
+# --- Excel workbooks ------------------------------------------------------------------------------
+
+
+def xlsx_bytes(*rows: tuple) -> bytes:
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_an_excel_workbook_imports_like_a_csv_file(owner, time_machine):
+    time_machine.move_to("2026-06-10 16:00:00+00:00", tick=False)
+    report = contacts_import(
+        owner=owner,
+        raw=xlsx_bytes(
+            ("First Name", "Mobile", "E-mail", "Delay (hours)", "Shoe size"),
+            ("Jane", 4155552671, None, 24, 38),  # numbers as Excel stores them
+            ("Bob", None, "bob@example.com", 2.0, None),
+            (None, None, None, None, None),
+            ("Eve", None, "eve@example.com", -5, None),
+        ),
+    )
+    assert report.columns.unknown == ["Shoe size"]
+    assert (report.rows, report.blank, report.scheduled) == (3, 1, 2)
+    assert [(e.row, e.reason) for e in report.errors] == [
+        (5, "Delay (hours): Must be a whole number of hours from 0 to 8760, like 24."),
+    ]
+    jane = ReviewRequest.objects.get(contact__first_name="Jane")
+    assert jane.contact.phone == "+14155552671"
+    assert jane.scheduled_for.isoformat() == "2026-06-11T16:00:00+00:00"
+    bob = ReviewRequest.objects.get(contact__first_name="Bob")
+    assert bob.scheduled_for.isoformat() == "2026-06-10T18:00:00+00:00"
+
+
+def test_a_broken_workbook_is_refused_as_a_whole(owner):
+    with pytest.raises(ImportFileError, match="Excel file could not be read"):
+        contacts_import(owner=owner, raw=b"PK\x03\x04 not really a workbook")
+    assert not Contact.objects.exists()
