@@ -388,10 +388,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 # task deletes older keys.
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=72)
 
-# Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
-# client id + IP on the token endpoints; an IP otherwise) in a fixed window started by the
-# bucket's first request. Counters live in Redis with REDIS_URL, else in the database.
+# Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; an IP
+# otherwise) in a fixed window started by the bucket's first request. Counters live in Redis
+# with REDIS_URL, else in the database.
 RATE_LIMIT_WINDOW_SECONDS = 3600
+# The OAuth token and revocation endpoints count only failed client authentications, per
+# client id and per network (IPv6: its /64), this many per window each; past it a failing
+# request answers 429 instead of 401, and the right secret is still accepted.
+OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR = env.int("OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR", default=100)
 RATE_LIMIT_KEY_PREFIX = "rr:rl"
 # Proxies in front of gunicorn that append the client's address to X-Forwarded-For (a PaaS
 # router: 1). 0: REMOTE_ADDR is the client (gunicorn sets it from the socket, never from a header).

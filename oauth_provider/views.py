@@ -33,7 +33,13 @@ from rest_framework.views import APIView
 
 from core.errors import error_response
 from core.openapi import error_responses
-from core.ratelimit import RateLimitedView, basic_credentials
+from core.ratelimit import (
+    RateLimitedView,
+    basic_credentials,
+    client_failure_count,
+    client_failure_peek,
+    client_failures_description,
+)
 from core.security import strict_page
 
 from . import services
@@ -202,12 +208,30 @@ class OAuthClientEndpoint:
     * Bodies are ``application/x-www-form-urlencoded`` (RFC 6749 §4.1.3, RFC 7009 §2.1): another
       type is 415 ``unsupported_media_type``, not a misleading grant error.
     * Errors always carry ``error_description`` (the API's one error shape).
-    * Rate-limited per (client id, IP) by ``core.ratelimit``, before the view runs.
+    * Failed client authentications (401 ``invalid_client``) are counted per client id and per
+      network (``core.ratelimit.client_failure_count``); past a limit, a failing request answers
+      429 instead. The secret is checked first, in microseconds (``oauth_provider.hashers``):
+      the right one is never refused, and successes are never counted.
     """
 
     rate_limit_scope = "client"
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = self._answer(request, *args, **kwargs)
+        if response.status_code != 401:
+            client_failure_peek(request)  # for the X-RateLimit-* headers
+            return response
+        usage = client_failure_count(request)
+        if usage.exceeded:
+            return oauth_error(
+                429,
+                "rate_limit_exceeded",
+                client_failures_description(usage),
+                headers={"Retry-After": str(usage.retry_after())},
+            )
+        return response
+
+    def _answer(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if request.method == "POST" and request.content_type not in (
             "",
             "application/x-www-form-urlencoded",

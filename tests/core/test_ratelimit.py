@@ -83,3 +83,31 @@ def test_an_unreachable_redis_is_not_tried_again_until_the_back_off_ends(monkeyp
     with pytest.raises(StoreUnavailable, match="ConnectionError"):
         store.incr("k", window=60, now=time.time())
     assert len(calls) == 2
+
+
+@pytest.fixture(params=["database", pytest.param("redis", marks=pytest.mark.redis)])
+def store(request, settings):
+    return DatabaseStore() if request.param == "database" else RedisStore(settings.REDIS_URL)
+
+
+def test_peek_release_and_clear_count_nothing_new(store, settings):
+    limiter = RateLimiter(store)
+    bucket = f"peek:{time.time_ns()}"
+    empty = limiter.peek(bucket, limit=5)
+    assert (empty.count, empty.remaining, empty.enforced) == (0, 5, True)
+    first = limiter.hit(bucket, limit=5)
+    limiter.hit(bucket, limit=5)
+    seen = limiter.peek(bucket, limit=5)
+    assert seen.count == 2
+    assert seen.reset_at == first.reset_at  # the same window
+    limiter.release(bucket)
+    assert limiter.peek(bucket, limit=5).count == 1
+    limiter.release(bucket)
+    limiter.release(bucket)  # never below zero
+    assert limiter.peek(bucket, limit=5).count == 0
+    assert limiter.hit(bucket, limit=5).count == 1
+    limiter.clear(bucket)
+    assert limiter.peek(bucket, limit=5).count == 0
+    limiter.release(bucket)  # a released bucket with no window stays without one
+    assert limiter.hit(bucket, limit=5).count == 1
+    assert limiter.health.failures == 0
