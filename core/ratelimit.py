@@ -442,7 +442,11 @@ def client_id(request: HttpRequest) -> str:
 def client_network(request: HttpRequest) -> str:
     """The client's network for counting failures: its IPv4 address, or the /64 of an IPv6
     address (one subscriber's whole allocation: anyone holding it has millions of addresses)."""
-    ip = client_ip(request)
+    return network_of(client_ip(request))
+
+
+def network_of(ip: str) -> str:
+    """``client_network`` of an address given as text (anything else is returned as it is)."""
     try:
         address = ipaddress.ip_address(ip)
     except ValueError:
