@@ -12,9 +12,10 @@ The token and revocation endpoints count only **failed client authentications** 
 id or wrong secret), after the secret was checked, in two buckets of their own,
 ``client-failures:<hash of client_id>`` and ``client-failures-ip:<network>`` (an IPv4 address or
 an IPv6 /64), each ``OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR`` per window. Past either limit a failing
-request answers 429 instead of 401; a request with the right secret is never refused and never
-counted (client secrets are long and random: failures are for alerting, not a defence against
-guessing, and a shared egress address must not let anyone lock a platform's integration out).
+request answers 429 instead of 401 (and is not counted again); a request with the right secret
+is never refused and never counted (client secrets are long and random: failures are for
+alerting, not a defence against guessing, and a shared egress address must not let anyone lock
+a platform's integration out).
 
 The window is GitHub's: it starts with a bucket's first request and lasts
 ``RATE_LIMIT_WINDOW_SECONDS`` (an hour); ``X-RateLimit-Reset`` is its end in Unix epoch seconds,
@@ -118,8 +119,9 @@ class CounterStore(Protocol):
     def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
         """Count one request in ``key``'s window; returns (count, window end in epoch time)."""
 
-    def peek(self, key: str, *, now: float) -> tuple[int, float] | None:
-        """``key``'s (count, window end) without counting; None when no window is open."""
+    def peek(self, keys: list[str], *, now: float) -> list[tuple[int, float] | None]:
+        """Each key's (count, window end) without counting (None when no window is open); one
+        round trip."""
 
     def release(self, key: str, *, now: float) -> None:
         """Take one counted request back (never below zero; nothing once the window ended)."""
@@ -138,13 +140,20 @@ if ttl < 0 then
 end
 return {count, ttl}
 """
-# KEYS[1]: the bucket. Returns {count, ms until the window ends}, {0, -2} when there is none.
+# KEYS: buckets. Returns {count, ms until the window ends} per bucket, {0, -2} when there is none.
 _REDIS_PEEK_SCRIPT = """
-local count = redis.call('GET', KEYS[1])
-if not count then
-  return {0, -2}
+local out = {}
+for i, key in ipairs(KEYS) do
+  local count = redis.call('GET', key)
+  if count then
+    table.insert(out, tonumber(count))
+    table.insert(out, redis.call('PTTL', key))
+  else
+    table.insert(out, 0)
+    table.insert(out, -2)
+  end
 end
-return {tonumber(count), redis.call('PTTL', KEYS[1])}
+return out
 """
 # KEYS[1]: the bucket. DECR keeps the key's expiry; a missing key is left missing.
 _REDIS_RELEASE_SCRIPT = """
@@ -196,11 +205,13 @@ class RedisStore:
         count, ttl_ms = self._call(self.script, keys=[key], args=[window * 1000])
         return int(count), now + int(ttl_ms) / 1000
 
-    def peek(self, key: str, *, now: float) -> tuple[int, float] | None:
-        count, ttl_ms = self._call(self.peek_script, keys=[key])
-        if int(ttl_ms) < 0:
-            return None
-        return int(count), now + int(ttl_ms) / 1000
+    def peek(self, keys: list[str], *, now: float) -> list[tuple[int, float] | None]:
+        flat = self._call(self.peek_script, keys=keys)
+        pairs = zip(flat[::2], flat[1::2], strict=True)
+        return [
+            None if int(ttl_ms) < 0 else (int(count), now + int(ttl_ms) / 1000)
+            for count, ttl_ms in pairs
+        ]
 
     def release(self, key: str, *, now: float) -> None:
         self._call(self.release_script, keys=[key])
@@ -243,18 +254,19 @@ class DatabaseStore:
             raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
         return int(count), float(reset_at)
 
-    def peek(self, key: str, *, now: float) -> tuple[int, float] | None:
+    def peek(self, keys: list[str], *, now: float) -> list[tuple[int, float] | None]:
         from .models import RateLimitCounter
 
         try:
-            row = (
-                RateLimitCounter.objects.filter(key=key, reset_at__gt=math.floor(now))
-                .values_list("count", "reset_at")
-                .first()
-            )
+            rows = {
+                key: (int(count), float(reset_at))
+                for key, count, reset_at in RateLimitCounter.objects.filter(
+                    key__in=keys, reset_at__gt=math.floor(now)
+                ).values_list("key", "count", "reset_at")
+            }
         except DatabaseError as exc:
             raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
-        return None if row is None else (int(row[0]), float(row[1]))
+        return [rows.get(key) for key in keys]
 
     def release(self, key: str, *, now: float) -> None:
         from .models import RateLimitCounter
@@ -341,17 +353,21 @@ class RateLimiter:
             logger.warning("rate limiter store is back", extra={"store": self.store.name})
         return Usage(limit=limit, count=count, ends_at=ends_at)
 
-    def peek(self, bucket: str, *, limit: int, now: float | None = None) -> Usage:
-        """``bucket``'s state without counting anything (an empty window when it has none)."""
+    def peek(self, *buckets: str, limit: int, now: float | None = None) -> list[Usage]:
+        """Each bucket's state without counting anything (an empty window when it has none),
+        in one round trip to the store."""
         now = time.time() if now is None else now
         window = settings.RATE_LIMIT_WINDOW_SECONDS
+        keys = [f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}" for bucket in buckets]
         try:
-            found = self.store.peek(f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}", now=now)
+            found = self.store.peek(keys, now=now)
         except StoreUnavailable as exc:
             self.health.record_failure(str(exc))
-            return Usage(limit=limit, count=0, ends_at=now + window, enforced=False)
-        count, ends_at = found or (0, now + window)
-        return Usage(limit=limit, count=count, ends_at=ends_at)
+            return [Usage(limit=limit, count=0, ends_at=now + window, enforced=False)] * len(keys)
+        return [
+            Usage(limit=limit, count=count, ends_at=ends_at)
+            for count, ends_at in (each or (0, now + window) for each in found)
+        ]
 
     def release(self, bucket: str, *, now: float | None = None) -> None:
         """Take back one request counted in ``bucket`` (a success that must not count)."""
@@ -496,12 +512,9 @@ def client_failure_count(request: HttpRequest) -> Usage:
 def client_failure_peek(request: HttpRequest) -> Usage:
     """The fuller failure bucket's usage, counting nothing (a request whose client
     authenticated, or that never got as far as authenticating)."""
-    limiter = get_limiter()
     limit = settings.OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR
-    usage = max(
-        (limiter.peek(bucket, limit=limit) for bucket in client_failure_buckets(request)),
-        key=lambda u: u.count,
-    )
+    usages = get_limiter().peek(*client_failure_buckets(request), limit=limit)
+    usage = max(usages, key=lambda u: u.count)
     request.rate_limit = usage
     return usage
 

@@ -18,6 +18,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Subquery
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 from oauth2_provider.models import (
     AbstractAccessToken,
     AbstractApplication,
@@ -184,6 +185,23 @@ def tokens_clear_expired() -> dict[str, int]:
     }
     logger.info("oauth cleanup done", extra=result)
     return result
+
+
+def client_secret_matches(*, client_id: str, secret: str) -> bool:
+    """Whether ``secret`` is the secret of the client ``client_id`` (hashed, or stored in clear
+    as ``hash_client_secret=False`` leaves it), as django-oauth-toolkit checks it."""
+    stored = (
+        Application.objects.filter(client_id=client_id)
+        .values_list("client_secret", flat=True)
+        .first()
+    )
+    if not stored:
+        return False
+    try:
+        identify_hasher(stored)
+    except ValueError:
+        return constant_time_compare(secret, stored)
+    return check_password(secret, stored)
 
 
 def client_secret_rehash(*, application: AbstractApplication, presented: list[str]) -> bool:

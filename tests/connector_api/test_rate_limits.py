@@ -11,7 +11,7 @@ import pytest
 import requests
 import time_machine
 from django.test import Client
-from oauth2_provider.models import get_access_token_model
+from oauth2_provider.models import get_access_token_model, get_application_model
 from rest_framework.test import APIClient
 
 from connector_api.models import IdempotencyKey
@@ -306,6 +306,32 @@ def test_the_token_endpoint_counts_only_failed_client_authentications(
     assert get_access_token_model().objects.count() == 1
 
 
+def test_past_the_limit_a_secret_stored_in_clear_is_still_accepted(failure_limit, client_ip):
+    Application = get_application_model()
+    application = Application(
+        name="Clear",
+        client_id="clear-secret-client",
+        client_secret="a-clear-secret",
+        client_type=Application.CLIENT_CONFIDENTIAL,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="https://zapier.com/dashboard/auth/oauth/return/App123CLIAPI/",
+    )
+    application.hash_client_secret = False
+    application.save()
+    server = Client(REMOTE_ADDR=client_ip)
+    for _ in range(failure_limit + 1):
+        _token_request(server, application, secret="wrong")
+    assert _token_request(server, application, secret="wrong").status_code == 429
+    assert _token_request(server, application, secret="a-clear-secret").status_code == 400
+    basic = post_form(
+        server,
+        TOKEN,
+        {"grant_type": "authorization_code", "code": "bogus", "client_secret": "wrong"},
+        HTTP_AUTHORIZATION=basic_auth(application.client_id, "a-clear-secret"),
+    )
+    assert basic.status_code == 400  # authenticated by Basic (the grant itself is bad)
+
+
 def test_client_failures_count_per_client_and_per_network(failure_limit, client_ip):
     target, other = make_application(), make_application(name="Other")
     for n in range(failure_limit):  # one client, from several addresses
@@ -315,7 +341,8 @@ def test_client_failures_count_per_client_and_per_network(failure_limit, client_
     assert _token_request(Client(REMOTE_ADDR=client_ip), other, secret="wrong").status_code == 401
     # One IPv6 /64 is one network: any client's failures from it count together.
     for n in range(failure_limit):
-        _token_request(Client(REMOTE_ADDR=f"2001:db8:1:2::{n + 1}"), other, secret="wrong")
+        client = make_application(name=f"Client {n}")
+        _token_request(Client(REMOTE_ADDR=f"2001:db8:1:2::{n + 1}"), client, secret="wrong")
     third = make_application(name="Third")
     assert (
         _token_request(Client(REMOTE_ADDR="2001:db8:1:2::ff"), third, secret="wrong").status_code
