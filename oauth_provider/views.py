@@ -35,6 +35,7 @@ from core.errors import error_response
 from core.openapi import error_responses
 from core.ratelimit import (
     RateLimitedView,
+    Usage,
     basic_credentials,
     client_failure_count,
     client_failure_peek,
@@ -223,16 +224,9 @@ class OAuthClientEndpoint:
         if response.status_code != 401:
             return response
         usage = client_failure_count(request)
-        if usage.exceeded:
-            return oauth_error(
-                429,
-                "rate_limit_exceeded",
-                client_failures_description(usage),
-                headers={"Retry-After": str(usage.retry_after())},
-            )
-        return response
+        return _too_many_failures(usage) if usage.exceeded else response
 
-    def _answer(self, request: HttpRequest, failures, *args, **kwargs) -> HttpResponse:
+    def _answer(self, request: HttpRequest, failures: Usage, *args, **kwargs) -> HttpResponse:
         if request.method == "POST" and request.content_type not in (
             "",
             "application/x-www-form-urlencoded",
@@ -254,12 +248,7 @@ class OAuthClientEndpoint:
             # Past the failure limit, a wrong secret is refused before DOT's work (a
             # transaction, oauthlib) and without counting it again: a flood costs one read of
             # the counters, one indexed lookup and an HMAC per request.
-            return oauth_error(
-                429,
-                "rate_limit_exceeded",
-                client_failures_description(failures),
-                headers={"Retry-After": str(failures.retry_after())},
-            )
+            return _too_many_failures(failures)
         response = super().dispatch(request, *args, **kwargs)
         if response.status_code >= 400 and response.get("Content-Type", "").startswith(
             "application/json"
@@ -281,6 +270,15 @@ _OAUTH_PARAMETERS = (
     "token",
     "token_type_hint",
 )
+
+
+def _too_many_failures(usage: Usage) -> HttpResponse:
+    return oauth_error(
+        429,
+        "rate_limit_exceeded",
+        client_failures_description(usage),
+        headers={"Retry-After": str(usage.retry_after())},
+    )
 
 
 def _presents_right_secret(request: HttpRequest) -> bool:
