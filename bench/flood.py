@@ -23,6 +23,7 @@ token endpoint.)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import statistics
@@ -34,7 +35,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
-from bench.common import Tree, wait_http, web
+from bench.common import Tree, children, wait_http, web
 from bench.load import WRK_DIR
 
 TOKEN = "/api/oauth/zapier/token"
@@ -104,13 +105,30 @@ def flood(url: str, seconds: float, *, body: str | None) -> dict:
     }
 
 
-def probe_during(tree: Tree, seconds: float, url: str, **flood_args) -> dict:
+def workers_cpu_s(master_pid: int) -> float:
+    """CPU seconds (user + system) the gunicorn workers have used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in children(master_pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def probe_during(tree: Tree, master_pid: int, seconds: float, url: str, **flood_args) -> dict:
+    """``/me`` probed during a flood of ``url``; also the workers' CPU per flood request (the
+    probe's few requests included), a figure the machine's other load hardly moves."""
     result: dict = {}
     flooding = threading.Thread(target=lambda: result.update(flood(url, seconds + 2, **flood_args)))
+    cpu_before = workers_cpu_s(master_pid)
     flooding.start()
     time.sleep(1)  # the flood is on
     figures = probe(tree, seconds)
     flooding.join()
+    cpu = workers_cpu_s(master_pid) - cpu_before
+    flooded = sum(result.get("statuses", {}).values()) or 1
+    result["worker_cpu_ms_per_request"] = round(1000 * cpu / flooded, 2)
     return {**figures, "flood": result}
 
 
@@ -127,12 +145,12 @@ def run_flood_bench(tree: Tree, var_dir: Path, seconds: float, targets: list) ->
     )
     token, unknown = tree.base + TOKEN, tree.base + "/api/zapier/no-such-path"
     levels = {}
-    with web(flooded, var_dir):
+    with web(flooded, var_dir) as master:
         wait_http(f"{tree.base}/healthz")
         probe(tree, 1)  # warm every worker up
         levels["/me alone"] = probe(tree, seconds)
-        levels["wrong secrets"] = probe_during(tree, seconds, token, body=body)
-        levels["control: 404s"] = probe_during(tree, seconds, unknown, body=None)
+        levels["wrong secrets"] = probe_during(tree, master.pid, seconds, token, body=body)
+        levels["control: 404s"] = probe_during(tree, master.pid, seconds, unknown, body=None)
     targets.append(
         {
             "name": "GET /me p99 ms during 16 connections of wrong client secrets",
@@ -142,11 +160,15 @@ def run_flood_bench(tree: Tree, var_dir: Path, seconds: float, targets: list) ->
         }
     )
     print(f"\nToken-endpoint flood ({FLOOD_CONNECTIONS} connections, {WEB_WORKERS} web workers)")
-    print(f"{'flood':<36}{'req/s':>7}{'/me p50':>9}{'p99':>9}{'max':>9}  flood statuses")
+    print(
+        f"{'flood':<22}{'req/s':>7}{'CPU ms/req':>11}{'/me p50':>9}{'p99':>9}{'max':>9}"
+        "  flood statuses"
+    )
     for name, figures in levels.items():
         load = figures.get("flood", {})
         print(
-            f"{name:<36}{load.get('requests_per_s', 0):>7.0f}{figures['p50_ms']:>9.2f}"
+            f"{name:<22}{load.get('requests_per_s', 0):>7.0f}"
+            f"{load.get('worker_cpu_ms_per_request', 0):>11.2f}{figures['p50_ms']:>9.2f}"
             f"{figures['p99_ms']:>9.2f}{figures['max_ms']:>9.2f}  {load.get('statuses', '')}"
         )
     return {
