@@ -7,17 +7,24 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 
+from core.ratelimit import StoreUnavailable, client_network
 from core.security import strict_page
 
 from . import tasks, throttle
 
 logger = logging.getLogger(__name__)
 
-TOO_MANY_LOGINS = "Too many login attempts. Wait a while and try again, or reset your password."
 TOO_MANY_RESETS = (
     "Too many reset requests for this address or from your network. Please try again in an "
     "hour, and check your spam folder for the e-mails already sent."
@@ -25,18 +32,41 @@ TOO_MANY_RESETS = (
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login, limited per address and network (``accounts.throttle``)."""
+    """Django's login, behind the login throttle (``accounts.throttle``)."""
 
     redirect_authenticated_user = True
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         email = request.POST.get("username", "")
-        if not throttle.login_allowed(request, email):
+        attempt = throttle.LoginAttempt(request, email)
+        if attempt.locked:
             # The password is not even checked: a throttled guess learns nothing.
             form = self.form_class(request, initial={"username": email[:254]})
-            context = self.get_context_data(form=form, login_error=TOO_MANY_LOGINS)
+            context = self.get_context_data(form=form, login_error=attempt.message)
             return self.render_to_response(context, status=429)
-        return super().post(request, *args, **kwargs)
+        return attempt.finish(super().post(request, *args, **kwargs))
+
+
+@never_cache
+def admin_login(request: HttpRequest) -> HttpResponse:
+    """The admin's login page (``/admin/login/``), behind the same throttle as the owners'."""
+    if request.method != "POST":
+        return admin.site.login(request)
+    email = request.POST.get("username", "")
+    attempt = throttle.LoginAttempt(request, email)
+    if not attempt.locked:
+        return attempt.finish(admin.site.login(request))
+    context = {
+        **admin.site.each_context(request),
+        "title": _("Log in"),
+        "subtitle": None,
+        "app_path": request.get_full_path(),
+        "username": request.user.get_username(),
+        "form": AdminAuthenticationForm(request, initial={"username": email[:254]}),
+        REDIRECT_FIELD_NAME: request.POST.get(REDIRECT_FIELD_NAME) or reverse("admin:index"),
+        "login_error": attempt.message,
+    }
+    return TemplateResponse(request, "admin/login_locked.html", context, status=429)
 
 
 @method_decorator(strict_page, name="dispatch")
@@ -70,7 +100,16 @@ class PasswordResetDoneView(auth_views.PasswordResetDoneView):
 
 @method_decorator(strict_page, name="dispatch")
 class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
-    pass
+    """Setting a new password through the link also lifts the login lock of that address on
+    the network it was set from (the lock page says to reset the password)."""
+
+    def form_valid(self, form) -> HttpResponse:
+        response = super().form_valid(form)
+        try:
+            throttle.login_unlock(email=form.user.email, network=client_network(self.request))
+        except StoreUnavailable:
+            logger.warning("login lock not lifted after a password reset", exc_info=True)
+        return response
 
 
 @method_decorator(strict_page, name="dispatch")

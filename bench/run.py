@@ -10,7 +10,9 @@ One run, one machine, loopback only, against PostgreSQL and Redis:
   peak RSS of every gunicorn worker;
 * dispatcher (``bench/dispatcher.py``): N due messages drained by the real beat + workers into
   a fake provider on loopback, a paced phase for lateness, and a drain with few enough send
-  slots that the CPU is not the limit.
+  slots that the CPU is not the limit;
+* flood (``bench/flood.py``): ``GET /api/zapier/me`` latency while 16 connections send wrong
+  client secrets to the token endpoint (new tree only).
 
 ``--against REF`` measures a second tree, a temporary ``git worktree`` of REF ("old"), in the
 same run: L4 fresh and with duplicates, and the dispatcher's drain, interleaved round by round
@@ -55,6 +57,7 @@ from bench.common import (
 )
 from bench.compare import drain_figures, print_comparison, write_figures
 from bench.dispatcher import drain_rounds, run_dispatcher_bench
+from bench.flood import run_flood_bench
 from bench.load import at_fixed_rate, measure, measure_in_rounds, median_ratio
 from bench.trees import DUP_POOL, SEND, describe, seed, seed_duplicates, setup_harness, worktree
 
@@ -63,7 +66,14 @@ RESULTS_DIR = ROOT / "bench" / "results"
 TARGETS = {"p99_ms_at_80_percent": 25.0}
 
 # --quick: a smoke run of every part in a few minutes; its figures are not for comparing.
-QUICK = {"duration": 3, "warmup": 1, "repeat": 2, "messages": 400, "skip_cache_off": True}
+QUICK = {
+    "duration": 3,
+    "warmup": 1,
+    "repeat": 2,
+    "messages": 400,
+    "flood_seconds": 8,
+    "skip_cache_off": True,
+}
 
 
 def versions() -> dict:
@@ -182,7 +192,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--web-workers", type=int, default=4)
-    parser.add_argument("--only", choices=["write", "dispatcher"], default=None)
+    parser.add_argument("--only", choices=["write", "dispatcher", "flood"], default=None)
+    parser.add_argument(
+        "--flood-seconds", type=float, default=15, help="flood: seconds of each /me probe"
+    )
     parser.add_argument(
         "--skip-cache-off",
         action="store_true",
@@ -314,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 rounds = report["dispatcher_rounds"] = drain_rounds(trees, tmp, args)
                 comparison += drain_figures(rounds["drains"])
+        if args.only in (None, "flood"):
+            report["flood"] = run_flood_bench(
+                new, tmp / "new", args.flood_seconds, report["targets"]
+            )
         if old is not None:
             report["comparison"] = {"trees": report["trees"], "figures": comparison}
     report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")

@@ -62,6 +62,10 @@ if not SECRET_KEY:
             "SECRET_KEY is required when DEBUG is off and DATABASE_URL is set"
         )
 
+# Old keys, still accepted while sessions, reset links and client-secret hashes made under them
+# are replaced (a client's hash is re-made under SECRET_KEY at its next token request).
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
+
 ALLOWED_HOSTS = env.list(
     "ALLOWED_HOSTS", default=sorted({_site.hostname, "localhost", "127.0.0.1", "[::1]"})
 )
@@ -319,6 +323,15 @@ REST_FRAMEWORK = {
 # --- OAuth 2.0 provider (django-oauth-toolkit), hardened to RFC 9700 ----------------------------
 # DOT's models are not swapped; naming the setting lets our migrations reference the model.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+# Django's hashers (PBKDF2 first: owner and staff passwords) plus the client secrets' own.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+    "oauth_provider.hashers.ClientSecretHasher",
+]
 # PKCE (S256 only) is required of these client ids and optional for the others. The validator
 # decides per client (oauth_provider.validators.OAuth2Validator.is_pkce_required); DOT reads its
 # own PKCE_REQUIRED only in the method ours replaces and in its deploy check, so it stays at its
@@ -331,6 +344,9 @@ OAUTH_REFRESH_GRACE_SECONDS = env.int("OAUTH_REFRESH_GRACE_SECONDS", default=60)
 # revocation invalidates it at once, so this bounds only a cache-outage edge case. 0: off.
 OAUTH_TOKEN_CACHE_SECONDS = env.int("OAUTH_TOKEN_CACHE_SECONDS", default=60)
 OAUTH2_PROVIDER = {
+    # Client secrets are random and long: a keyed fast hash, checked in microseconds, where
+    # PBKDF2 would cost any caller ~0.4 s of CPU per guess (oauth_provider/hashers.py).
+    "CLIENT_SECRET_HASHER": "hmac_sha256",
     "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
     # Idle expiry: a refresh token unused this long is dead (a Zap off for 90 days reconnects).
@@ -376,10 +392,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 # task deletes older keys.
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=72)
 
-# Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; a
-# client id + IP on the token endpoints; an IP otherwise) in a fixed window started by the
-# bucket's first request. Counters live in Redis with REDIS_URL, else in the database.
+# Rate limits (core/ratelimit.py): RATE_LIMIT_PER_HOUR requests per bucket (an owner; an IP
+# otherwise) in a fixed window started by the bucket's first request. Counters live in Redis
+# with REDIS_URL, else in the database.
 RATE_LIMIT_WINDOW_SECONDS = 3600
+# The OAuth token and revocation endpoints count only failed client authentications, per
+# client id and per network (IPv6: its /64), this many per window each; past it a failing
+# request answers 429 instead of 401, and the right secret is still accepted.
+OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR = env.int("OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR", default=100)
 RATE_LIMIT_KEY_PREFIX = "rr:rl"
 # Proxies in front of gunicorn that append the client's address to X-Forwarded-For (a PaaS
 # router: 1). 0: REMOTE_ADDR is the client (gunicorn sets it from the socket, never from a header).

@@ -6,6 +6,7 @@ The platform slug (``zapier``, ...) is a path segment matched against CONNECTOR_
 from django.contrib import admin
 from django.urls import include, path, re_path, register_converter
 
+from accounts import views as accounts_views
 from config.converters import PlatformConverter
 from connector_api.apis.docs import DocsPage, SchemaApi
 from core import errors
@@ -22,6 +23,8 @@ admin.site.index_template = "admin/backoffice_index.html"
 urlpatterns = [
     path("api/oauth/<platform:platform>/", include("oauth_provider.urls")),
     path("api/<platform:platform>/", include("connector_api.urls")),
+    # The admin's login page, behind the owners' login throttle (accounts/throttle.py).
+    path("admin/login/", accounts_views.admin_login),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("", home, name="home"),

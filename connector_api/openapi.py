@@ -175,8 +175,8 @@ fixed window that starts with the first request. Every response carries `X-RateL
 `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix epoch seconds at which the window ends).
 Request {limit_plus_one} of a window is answered `429 rate_limit_exceeded` with an integer
 `Retry-After` (seconds); it was not processed, so retrying it is always safe. Requests without
-a valid token are counted per client IP; the token and `revoke_token` endpoints per client id and
-IP.
+a valid token are counted per client IP; the token and `revoke_token` endpoints count only failed
+client authentications, per client id and per network, and never refuse the right secret.
 
 **Errors.** Every error is JSON `{{"error": code, "error_description": text}}`: 400
 `invalid_request` (with `fields`), 401 `unauthorized` (+ `WWW-Authenticate: Bearer`: refresh
@@ -394,7 +394,9 @@ def _oauth_paths(slug: str) -> dict[str, Any]:
                 "operationId": "token",
                 "summary": "Exchange an authorization code, or refresh a token",
                 "description": "Form-encoded (RFC 6749 §4.1.3, §6). Answers `Cache-Control: "
-                "no-store`. Rate-limited per client id and IP.",
+                "no-store`. Failed client authentications are counted per client id and "
+                "per network; past the limit a failing request answers 429 (the right secret "
+                "never does).",
                 "tags": ["OAuth"],
                 "security": client_auth,
                 "requestBody": _form_body("TokenRequest"),

@@ -5,16 +5,24 @@ Buckets (separate counters, each ``RATE_LIMIT_PER_HOUR`` per window):
 * ``user:<id>``: requests authenticated with a valid bearer token, per owner, across all their
   tokens and clients. Counted by ``RateLimitedView`` right after DRF has authenticated the token
   (no second token lookup) and before permissions and the handler run;
-* ``client:<hash of client_id>:<ip>``: the OAuth token and RFC 7009 revocation endpoints (no
-  user yet); also slows guessing of client secrets;
-* ``ip:<ip>``: everything else: no or an invalid token, unknown paths, the consent page.
+* ``ip:<ip>``: everything else but the OAuth token and RFC 7009 revocation endpoints: no or an
+  invalid token, unknown paths, the consent page.
+
+The token and revocation endpoints count only **failed client authentications** (unknown client
+id or wrong secret), after the secret was checked, in two buckets of their own,
+``client-failures:<hash of client_id>`` and ``client-failures-ip:<network>`` (an IPv4 address or
+an IPv6 /64), each ``OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR`` per window. Past either limit a failing
+request answers 429 instead of 401 (and is not counted again); a request with the right secret
+is never refused and never counted (client secrets are long and random: failures are for
+alerting, not a defence against guessing, and a shared egress address must not let anyone lock
+a platform's integration out).
 
 The window is GitHub's: it starts with a bucket's first request and lasts
 ``RATE_LIMIT_WINDOW_SECONDS`` (an hour); ``X-RateLimit-Reset`` is its end in Unix epoch seconds,
 ``X-RateLimit-Remaining`` is the limit minus the requests counted so far, and request N+1 is the
 first 429, with an integer ``Retry-After`` (what Zapier reads). Every request counts, whatever
 its answer (429s included); a 429 is answered before the view runs, so it is always safe to
-retry.
+retry (on the token endpoints, a 429 answers only a request whose client authentication failed).
 
 Store: with ``REDIS_URL``, one Lua script per request (INCR and PEXPIRE, atomically; one round
 trip). Without it (the embedded default), one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``
@@ -33,6 +41,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import ipaddress
 import logging
 import math
 import threading
@@ -46,6 +55,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import setting_changed
 from django.db import DatabaseError, connection
+from django.db.models import F
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -110,6 +120,16 @@ class CounterStore(Protocol):
     def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
         """Count one request in ``key``'s window; returns (count, window end in epoch time)."""
 
+    def peek(self, keys: list[str], *, now: float) -> list[tuple[int, float] | None]:
+        """Each key's (count, window end) without counting (None when no window is open); one
+        round trip."""
+
+    def release(self, key: str, *, now: float) -> None:
+        """Take one counted request back (never below zero; nothing once the window ended)."""
+
+    def clear(self, key: str) -> None:
+        """Forget ``key``'s window."""
+
 
 # KEYS[1]: the bucket; ARGV[1]: window in ms. Returns {count, ms until the window ends}.
 _REDIS_SCRIPT = """
@@ -120,6 +140,29 @@ if ttl < 0 then
   ttl = tonumber(ARGV[1])
 end
 return {count, ttl}
+"""
+# KEYS: buckets. Returns {count, ms until the window ends} per bucket, {0, -2} when there is none.
+_REDIS_PEEK_SCRIPT = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  local count = redis.call('GET', key)
+  if count then
+    table.insert(out, tonumber(count))
+    table.insert(out, redis.call('PTTL', key))
+  else
+    table.insert(out, 0)
+    table.insert(out, -2)
+  end
+end
+return out
+"""
+# KEYS[1]: the bucket. DECR keeps the key's expiry; a missing key is left missing.
+_REDIS_RELEASE_SCRIPT = """
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count > 0 then
+  return redis.call('DECR', KEYS[1])
+end
+return 0
 """
 
 
@@ -142,21 +185,40 @@ class RedisStore:
         )
         # EVALSHA, falling back to EVAL once after a Redis restart (NOSCRIPT).
         self.script = self.client.register_script(_REDIS_SCRIPT)
+        self.peek_script = self.client.register_script(_REDIS_PEEK_SCRIPT)
+        self.release_script = self.client.register_script(_REDIS_RELEASE_SCRIPT)
         self._lock = threading.Lock()
         self._open_until = 0.0
 
-    def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
+    def _call(self, command, *args, **kwargs):
         import redis
 
         if time.monotonic() < self._open_until:
             raise StoreUnavailable("redis: circuit open after a recent failure")
         try:
-            count, ttl_ms = self.script(keys=[key], args=[window * 1000])
+            return command(*args, **kwargs)
         except (redis.RedisError, OSError) as exc:
             with self._lock:
                 self._open_until = time.monotonic() + REDIS_BACKOFF_SECONDS
             raise StoreUnavailable(f"redis: {type(exc).__name__}: {exc}") from exc
+
+    def incr(self, key: str, *, window: int, now: float) -> tuple[int, float]:
+        count, ttl_ms = self._call(self.script, keys=[key], args=[window * 1000])
         return int(count), now + int(ttl_ms) / 1000
+
+    def peek(self, keys: list[str], *, now: float) -> list[tuple[int, float] | None]:
+        flat = self._call(self.peek_script, keys=keys)
+        pairs = zip(flat[::2], flat[1::2], strict=True)
+        return [
+            None if int(ttl_ms) < 0 else (int(count), now + int(ttl_ms) / 1000)
+            for count, ttl_ms in pairs
+        ]
+
+    def release(self, key: str, *, now: float) -> None:
+        self._call(self.release_script, keys=[key])
+
+    def clear(self, key: str) -> None:
+        self._call(self.client.delete, key)
 
     def close(self) -> None:
         self.client.close()
@@ -192,6 +254,38 @@ class DatabaseStore:
         except DatabaseError as exc:
             raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
         return int(count), float(reset_at)
+
+    def peek(self, keys: list[str], *, now: float) -> list[tuple[int, float] | None]:
+        from .models import RateLimitCounter
+
+        try:
+            rows = {
+                key: (int(count), float(reset_at))
+                for key, count, reset_at in RateLimitCounter.objects.filter(
+                    key__in=keys, reset_at__gt=math.floor(now)
+                ).values_list("key", "count", "reset_at")
+            }
+        except DatabaseError as exc:
+            raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
+        return [rows.get(key) for key in keys]
+
+    def release(self, key: str, *, now: float) -> None:
+        from .models import RateLimitCounter
+
+        try:
+            RateLimitCounter.objects.filter(
+                key=key, count__gt=0, reset_at__gt=math.floor(now)
+            ).update(count=F("count") - 1)
+        except DatabaseError as exc:
+            raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
+
+    def clear(self, key: str) -> None:
+        from .models import RateLimitCounter
+
+        try:
+            RateLimitCounter.objects.filter(key=key).delete()
+        except DatabaseError as exc:
+            raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
 
 
 class Health:
@@ -259,6 +353,34 @@ class RateLimiter:
         if self.health.record_success():
             logger.warning("rate limiter store is back", extra={"store": self.store.name})
         return Usage(limit=limit, count=count, ends_at=ends_at)
+
+    def peek(self, *buckets: str, limit: int, now: float | None = None) -> list[Usage]:
+        """Each bucket's state without counting anything (an empty window when it has none),
+        in one round trip to the store."""
+        now = time.time() if now is None else now
+        window = settings.RATE_LIMIT_WINDOW_SECONDS
+        keys = [f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}" for bucket in buckets]
+        try:
+            found = self.store.peek(keys, now=now)
+        except StoreUnavailable as exc:
+            self.health.record_failure(str(exc))
+            return [Usage(limit=limit, count=0, ends_at=now + window, enforced=False)] * len(keys)
+        return [
+            Usage(limit=limit, count=count, ends_at=ends_at)
+            for count, ends_at in (each or (0, now + window) for each in found)
+        ]
+
+    def release(self, bucket: str, *, now: float | None = None) -> None:
+        """Take back one request counted in ``bucket`` (a success that must not count)."""
+        now = time.time() if now is None else now
+        try:
+            self.store.release(f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}", now=now)
+        except StoreUnavailable as exc:
+            self.health.record_failure(str(exc))
+
+    def clear(self, bucket: str) -> None:
+        """Forget ``bucket``'s window (an operator lifting a lock). Raises ``StoreUnavailable``."""
+        self.store.clear(f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}")
 
     def status(self) -> dict[str, Any]:
         return {"ok": True, "store": self.store.name, **self.health.snapshot()}
@@ -334,6 +456,25 @@ def client_id(request: HttpRequest) -> str:
     return ""
 
 
+def client_network(request: HttpRequest) -> str:
+    """The client's network for counting failures: its IPv4 address, or the /64 of an IPv6
+    address (one subscriber's whole allocation: anyone holding it has millions of addresses)."""
+    return network_of(client_ip(request))
+
+
+def network_of(ip: str) -> str:
+    """``client_network`` of an address given as text (anything else is returned as it is)."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return ip
+    if address.version == 6:
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return ip
+
+
 def user_bucket(user: Any) -> str:
     return f"user:{user.pk}"
 
@@ -342,10 +483,49 @@ def ip_bucket(request: HttpRequest) -> str:
     return f"ip:{client_ip(request)}"
 
 
-def client_bucket(request: HttpRequest) -> str:
+def client_failure_buckets(request: HttpRequest) -> tuple[str, str]:
+    """The two buckets of failed client authentications: per client id, per network."""
     # Hashed: the client id is whatever the caller sent, of any length.
     digest = hashlib.sha256(client_id(request).encode("utf-8", "replace")).hexdigest()[:24]
-    return f"client:{digest}:{client_ip(request)}"
+    return f"client-failures:{digest}", f"client-failures-ip:{client_network(request)}"
+
+
+def client_failure_count(request: HttpRequest) -> Usage:
+    """Count one failed client authentication (token and RFC 7009 endpoints) per client id and
+    per network; returns the fuller bucket's usage, which the response's headers show. Logs a
+    warning when a bucket goes over its limit (once per bucket and window)."""
+    limiter = get_limiter()
+    limit = settings.OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR
+    usages = []
+    for bucket in client_failure_buckets(request):
+        usage = limiter.hit(bucket, limit=limit)
+        if usage.enforced and usage.count == limit + 1:
+            logger.warning(
+                "failed client authentications over the limit",
+                extra={"bucket": bucket, "limit": limit, "ip": client_ip(request)},
+            )
+        usages.append(usage)
+    usage = max(usages, key=lambda u: u.count)
+    request.rate_limit = usage
+    return usage
+
+
+def client_failure_peek(request: HttpRequest) -> Usage:
+    """The fuller failure bucket's usage, counting nothing (a request whose client
+    authenticated, or that never got as far as authenticating)."""
+    limit = settings.OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR
+    usages = get_limiter().peek(*client_failure_buckets(request), limit=limit)
+    usage = max(usages, key=lambda u: u.count)
+    request.rate_limit = usage
+    return usage
+
+
+def client_failures_description(usage: Usage) -> str:
+    return (
+        f"Too many failed client authentications for this client or from this network "
+        f"(limit {usage.limit} per hour); retry after {usage.retry_after()} seconds. "
+        f"Requests with the right client secret are not refused."
+    )
 
 
 def count_request(request: HttpRequest, bucket: str) -> Usage:
@@ -424,11 +604,12 @@ def _has_bearer_token(request: HttpRequest) -> bool:
 class RateLimitMiddleware:
     """Counts every ``/api/`` request once and puts ``X-RateLimit-*`` on every ``/api/`` response.
 
-    ``process_view`` counts before the view runs: per (client id, IP) for views that declare
-    ``rate_limit_scope = "client"`` (the token endpoints), per IP for anything that is not a
-    ``RateLimitedView`` with a bearer token (those count per owner once authenticated). A
-    request that no view counted (refused by an earlier middleware, or failed before
-    authentication) is counted per IP on the way out.
+    ``process_view`` counts before the view runs, per IP, anything that is not a
+    ``RateLimitedView`` with a bearer token (those count per owner once authenticated) nor a
+    view that declares ``rate_limit_scope = "client"`` (the token endpoints: they count failed
+    client authentications after checking the secret, ``client_failure_count``). A request that
+    no view counted (refused by an earlier middleware, or failed before authentication) is
+    counted per IP on the way out.
     """
 
     def __init__(self, get_response):
@@ -454,8 +635,9 @@ class RateLimitMiddleware:
         scope = getattr(getattr(view_func, "view_class", None), "rate_limit_scope", "ip")
         if scope == "user" and _has_bearer_token(request):
             return None  # counted per owner by RateLimitedView once the token is authenticated
-        bucket = client_bucket(request) if scope == "client" else ip_bucket(request)
-        usage = count_request(request, bucket)
+        if scope == "client":
+            return None  # failed client authentications only, counted by the view
+        usage = count_request(request, ip_bucket(request))
         if usage.exceeded:
             return too_many_requests(request, usage)
         return None

@@ -13,10 +13,12 @@ import threading
 import time
 import uuid
 
+from django.contrib.auth.hashers import check_password, identify_hasher, make_password
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Subquery
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import (
     AbstractAccessToken,
@@ -27,6 +29,7 @@ from oauth2_provider.models import (
     get_application_model,
     get_refresh_token_model,
 )
+from oauth2_provider.settings import oauth2_settings
 
 from core.db import delete_in_batches
 
@@ -208,3 +211,56 @@ def tokens_clear_expired() -> dict[str, int]:
     }
     logger.info("oauth cleanup done", extra=result)
     return result
+
+
+def client_secret_matches(*, client_id: str, secret: str) -> bool:
+    """Whether ``secret`` is the secret of the client ``client_id`` (hashed, or stored in clear
+    as ``hash_client_secret=False`` leaves it), as django-oauth-toolkit checks it."""
+    stored = (
+        Application.objects.filter(client_id=client_id)
+        .values_list("client_secret", flat=True)
+        .first()
+    )
+    if not stored:
+        return False
+    try:
+        identify_hasher(stored)
+    except ValueError:
+        return constant_time_compare(secret, stored)
+    return check_password(secret, stored)
+
+
+def client_secret_rehash(*, application: AbstractApplication, presented: list[str]) -> bool:
+    """Re-hash an authenticated client's stored secret with ``CLIENT_SECRET_HASHER`` if it is
+    stored under another hasher (PBKDF2, from before the fast hash) or an old ``SECRET_KEY``.
+
+    ``presented`` are the secrets the request carried (HTTP Basic, form body); the one that
+    matches the stored hash is re-hashed. Costs one more check under the old hasher, once per
+    client. Returns whether the hash was replaced. A secret stored in clear (an application saved
+    with ``hash_client_secret=False``) is left as the operator chose.
+    """
+    stored = application.client_secret
+    try:
+        hasher = identify_hasher(stored)
+    except ValueError:
+        return False
+    preferred = oauth2_settings.CLIENT_SECRET_HASHER
+    if hasher.algorithm == preferred and not hasher.must_update(stored):
+        return False
+
+    def replace(secret: str) -> None:
+        new = make_password(secret, hasher=preferred)
+        # Only if nobody rotated the secret meanwhile.
+        Application.objects.filter(pk=application.pk, client_secret=stored).update(
+            client_secret=new
+        )
+        application.client_secret = new
+
+    for secret in presented:
+        if check_password(secret, stored, setter=replace, preferred=preferred):
+            logger.info(
+                "client secret re-hashed",
+                extra={"client_id": application.client_id, "previous": hasher.algorithm},
+            )
+            return True
+    return False

@@ -15,12 +15,17 @@
   was revoked rather than rotated, presenting it revokes the whole connection. (DOT's own grace
   period replays the stored plaintext pair, which hashed token storage cannot do.)
 * Revoking any token through RFC 7009 ends its connection.
+* Client secrets stored under an older hasher (PBKDF2) are re-hashed with the fast keyed hash
+  (``oauth_provider.hashers``) at their first successful use.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from datetime import timedelta
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.db.models import F
@@ -47,7 +52,37 @@ Grant = get_grant_model()
 RefreshToken = get_refresh_token_model()
 
 
+def _presented_secrets(request) -> list[str]:
+    """The client secrets an oauthlib request carries: HTTP Basic first, then the form body, the
+    order in which django-oauth-toolkit tries them."""
+    presented = []
+    header = request.headers.get("HTTP_AUTHORIZATION") or request.headers.get("Authorization")
+    scheme, _, credentials = (header or "").partition(" ")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            decoded = ""
+        if ":" in decoded:
+            presented.append(unquote_plus(decoded.split(":", 1)[1]))
+    if request.client_secret:
+        presented.append(request.client_secret)
+    return presented
+
+
 class OAuth2Validator(DOTOAuth2Validator):
+    # --- Client authentication -------------------------------------------------------------------
+
+    def authenticate_client(self, request, *args, **kwargs):
+        """DOT's check (Basic, then the form body); a secret stored under an older hasher is
+        then re-hashed with the fast one (``oauth_provider.hashers``)."""
+        authenticated = super().authenticate_client(request, *args, **kwargs)
+        if authenticated and request.client is not None:
+            services.client_secret_rehash(
+                application=request.client, presented=_presented_secrets(request)
+            )
+        return authenticated
+
     # --- Redirect URIs ---------------------------------------------------------------------------
 
     def get_default_redirect_uri(self, client_id, request, *args, **kwargs):

@@ -33,7 +33,14 @@ from rest_framework.views import APIView
 
 from core.errors import error_response
 from core.openapi import error_responses
-from core.ratelimit import RateLimitedView, basic_credentials
+from core.ratelimit import (
+    RateLimitedView,
+    Usage,
+    basic_credentials,
+    client_failure_count,
+    client_failure_peek,
+    client_failures_description,
+)
 from core.security import strict_page
 
 from . import services
@@ -202,12 +209,24 @@ class OAuthClientEndpoint:
     * Bodies are ``application/x-www-form-urlencoded`` (RFC 6749 §4.1.3, RFC 7009 §2.1): another
       type is 415 ``unsupported_media_type``, not a misleading grant error.
     * Errors always carry ``error_description`` (the API's one error shape).
-    * Rate-limited per (client id, IP) by ``core.ratelimit``, before the view runs.
+    * Failed client authentications (401 ``invalid_client``) are counted per client id and per
+      network (``core.ratelimit.client_failure_count``); past a limit, a failing request answers
+      429 instead. The secret is checked first, in microseconds (``oauth_provider.hashers``):
+      the right one is never refused, and successes are never counted. Past the limit, a wrong
+      secret is refused before django-oauth-toolkit runs (``_presents_right_secret``).
     """
 
     rate_limit_scope = "client"
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        failures = client_failure_peek(request)  # also the X-RateLimit-* headers
+        response = self._answer(request, failures, *args, **kwargs)
+        if response.status_code != 401:
+            return response
+        usage = client_failure_count(request)
+        return _too_many_failures(usage) if usage.exceeded else response
+
+    def _answer(self, request: HttpRequest, failures: Usage, *args, **kwargs) -> HttpResponse:
         if request.method == "POST" and request.content_type not in (
             "",
             "application/x-www-form-urlencoded",
@@ -225,6 +244,11 @@ class OAuthClientEndpoint:
                 "invalid_request",
                 "Parameters and credentials must not contain NUL characters.",
             )
+        if failures.count >= failures.limit and not _presents_right_secret(request):
+            # Past the failure limit, a wrong secret is refused before DOT's work (a
+            # transaction, oauthlib) and without counting it again: a flood costs one read of
+            # the counters, one indexed lookup and an HMAC per request.
+            return _too_many_failures(failures)
         response = super().dispatch(request, *args, **kwargs)
         if response.status_code >= 400 and response.get("Content-Type", "").startswith(
             "application/json"
@@ -246,6 +270,39 @@ _OAUTH_PARAMETERS = (
     "token",
     "token_type_hint",
 )
+
+
+def _too_many_failures(usage: Usage) -> HttpResponse:
+    return oauth_error(
+        429,
+        "rate_limit_exceeded",
+        client_failures_description(usage),
+        headers={"Retry-After": str(usage.retry_after())},
+    )
+
+
+def _presents_right_secret(request: HttpRequest) -> bool:
+    """Whether the request's client credentials (HTTP Basic, or the form body: DOT tries both)
+    match a client. When in doubt (the database fails), True: DOT then decides."""
+    presented = []
+    decoded = basic_credentials(request)
+    if decoded:
+        client_id, _, secret = decoded.partition(":")
+        presented.append((unquote_plus(client_id), unquote_plus(secret)))
+    try:
+        if request.method == "POST":
+            form = request.POST
+            presented.append((form.get("client_id", ""), form.get("client_secret", "")))
+    except (RequestDataTooBig, SuspiciousOperation):
+        return True  # DOT answers 413/400
+    try:
+        return any(
+            services.client_secret_matches(client_id=client_id, secret=secret)
+            for client_id, secret in presented
+            if client_id and secret
+        )
+    except (OperationalError, InterfaceError):
+        return True
 
 
 def _carries_nul(request: HttpRequest) -> bool:

@@ -126,6 +126,16 @@ def test_resets_are_limited_per_network(client, queued):
     assert elsewhere.status_code == 302
 
 
+def test_an_ipv6_network_is_counted_by_its_64(client, queued):
+    for n in range(throttle.RESET_PER_IP):
+        ip = f"2001:db8:7:8::{n + 1:x}"
+        client.post(RESET, {"email": f"person{n}@example.com"}, REMOTE_ADDR=ip)
+    refused = client.post(RESET, {"email": "x@example.com"}, REMOTE_ADDR="2001:db8:7:8:1::1")
+    assert refused.status_code == 429
+    elsewhere = client.post(RESET, {"email": "x@example.com"}, REMOTE_ADDR="2001:db8:7:9::1")
+    assert elsewhere.status_code == 302
+
+
 def test_a_broker_outage_says_to_try_again_instead_of_pretending(client, monkeypatch):
     def down(*args, **kwargs):
         raise ConnectionRefusedError("broker down")

@@ -11,7 +11,7 @@ import pytest
 import requests
 import time_machine
 from django.test import Client
-from oauth2_provider.models import get_access_token_model
+from oauth2_provider.models import get_access_token_model, get_application_model
 from rest_framework.test import APIClient
 
 from connector_api.models import IdempotencyKey
@@ -106,11 +106,18 @@ def test_every_api_response_carries_the_rate_limit_headers(owner):
     now = time.time()
     for name, status, send in _requests(owner):
         response = send()
+        answered = time.time()
         assert response.status_code == status, (name, response.content[:300])
         limit, remaining, reset = rate_headers(response)
-        assert limit == 5000, name
-        assert 0 <= remaining < 5000, name
-        assert now < reset <= now + 3600 + 2, name
+        if {"token", "revoke_token"} & set(name.split()[:2]):
+            # The token endpoints show their fuller bucket of failed client authentications
+            # (only the one 401 above counted: in its client's and this address's buckets).
+            assert limit == 100, name
+            assert 99 <= remaining <= 100, name
+        else:
+            assert limit == 5000, name
+            assert 0 <= remaining < 5000, name
+        assert now < reset <= answered + 3600 + 1, name
 
 
 def test_a_429_carries_the_headers_and_retry_after(api, limit):
@@ -247,65 +254,125 @@ def test_behind_proxies_the_forwarded_address_is_the_client(settings, limit):
     assert rate_headers(from_client("198.51.100.3"))[1] == limit - 1
 
 
-def test_the_token_endpoint_counts_per_client_and_ip(owner, limit, client_ip):
-    flow = OAuthFlow(owner, make_application())
-    other = make_application(name="Other")
-    code = flow.code()
-    server = Client(REMOTE_ADDR=client_ip)
+@pytest.fixture
+def failure_limit(settings):
+    settings.OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR = 3
+    return 3
 
-    def token(application, client=server, **extra):
-        return post_form(
-            client,
-            TOKEN,
-            {
-                "grant_type": "authorization_code",
-                "code": "bogus",
-                "redirect_uri": "https://example.com/",
-                "client_id": application.client_id,
-                "client_secret": CLIENT_SECRET,
-            },
-            **extra,
-        )
 
-    assert [token(flow.application).status_code for _ in range(limit)] == [400] * limit
-    # Over the limit, even a valid exchange is refused before DOT runs: no token is issued,
-    # and the code is still good afterwards.
-    refused = post_form(
-        server,
+def _token_request(client, application, *, secret, code="bogus", **extra):
+    return post_form(
+        client,
         TOKEN,
         {
             "grant_type": "authorization_code",
             "code": code,
             "redirect_uri": "https://zapier.com/dashboard/auth/oauth/return/App123CLIAPI/",
-            "client_id": flow.application.client_id,
-            "client_secret": CLIENT_SECRET,
+            "client_id": application.client_id,
+            "client_secret": secret,
         },
+        **extra,
     )
-    assert refused.status_code == 429
-    assert refused.json()["error"] == "rate_limit_exceeded"
-    assert refused["Retry-After"].isdigit()
-    assert not get_access_token_model().objects.exists()
-    # HTTP Basic names the same client: the same bucket.
+
+
+def test_the_token_endpoint_counts_only_failed_client_authentications(
+    owner, limit, failure_limit, client_ip
+):
+    flow = OAuthFlow(owner, make_application())
+    server = Client(REMOTE_ADDR=client_ip)
+    # Requests whose client authenticates are never counted, whatever their answer.
+    answers = [_token_request(server, flow.application, secret=CLIENT_SECRET) for _ in range(10)]
+    assert [r.status_code for r in answers] == [400] * 10
+    assert rate_headers(answers[-1])[:2] == (failure_limit, failure_limit)
+    # Wrong secrets are: 401 up to the limit, then 429 (at once, with Retry-After).
+    wrong = [_token_request(server, flow.application, secret="wrong") for _ in range(5)]
+    assert [r.status_code for r in wrong] == [401] * failure_limit + [429, 429]
+    assert [rate_headers(r)[1] for r in wrong] == [2, 1, 0, 0, 0]
+    assert wrong[-1].json()["error"] == "rate_limit_exceeded"
+    assert "right client secret" in wrong[-1].json()["error_description"]
+    assert wrong[-1]["Retry-After"].isdigit()
+    assert wrong[-1]["Cache-Control"] == "no-store"
+    # The right secret from the same address still gets its token, by form body or Basic.
+    code = flow.code()
+    issued = _token_request(server, flow.application, secret=CLIENT_SECRET, code=code)
+    assert issued.status_code == 200, issued.content
     basic = post_form(
         server,
         TOKEN,
-        {"grant_type": "authorization_code", "code": "bogus"},
+        {"grant_type": "refresh_token", "refresh_token": issued.json()["refresh_token"]},
         HTTP_AUTHORIZATION=basic_auth(flow.application.client_id, CLIENT_SECRET),
     )
-    assert basic.status_code == 429
-    # Another client from this address, and this client from another address: their own buckets.
-    assert token(other).status_code == 400
-    assert token(flow.application, client=Client(REMOTE_ADDR="192.0.2.200")).status_code == 400
-    # The refused exchange consumed nothing: from the platform's usual address the code works.
-    assert flow.exchange(code).status_code == 200
+    assert basic.status_code == 200, basic.content
+    assert get_access_token_model().objects.count() == 1
 
 
-def test_rfc7009_revocation_counts_per_client_and_ip(limit, client_ip):
+def test_past_the_limit_a_secret_stored_in_clear_is_still_accepted(failure_limit, client_ip):
+    Application = get_application_model()
+    application = Application(
+        name="Clear",
+        client_id="clear-secret-client",
+        client_secret="a-clear-secret",
+        client_type=Application.CLIENT_CONFIDENTIAL,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="https://zapier.com/dashboard/auth/oauth/return/App123CLIAPI/",
+    )
+    application.hash_client_secret = False
+    application.save()
+    server = Client(REMOTE_ADDR=client_ip)
+    for _ in range(failure_limit + 1):
+        _token_request(server, application, secret="wrong")
+    assert _token_request(server, application, secret="wrong").status_code == 429
+    assert _token_request(server, application, secret="a-clear-secret").status_code == 400
+    basic = post_form(
+        server,
+        TOKEN,
+        {"grant_type": "authorization_code", "code": "bogus", "client_secret": "wrong"},
+        HTTP_AUTHORIZATION=basic_auth(application.client_id, "a-clear-secret"),
+    )
+    assert basic.status_code == 400  # authenticated by Basic (the grant itself is bad)
+
+
+def test_client_failures_count_per_client_and_per_network(failure_limit, client_ip):
+    target, other = make_application(), make_application(name="Other")
+    for n in range(failure_limit):  # one client, from several addresses
+        _token_request(Client(REMOTE_ADDR=f"198.51.100.{n + 1}"), target, secret="wrong")
+    refused = _token_request(Client(REMOTE_ADDR="198.51.100.99"), target, secret="wrong")
+    assert refused.status_code == 429  # the client's bucket is full, from any address
+    assert _token_request(Client(REMOTE_ADDR=client_ip), other, secret="wrong").status_code == 401
+    # One IPv6 /64 is one network: any client's failures from it count together.
+    for n in range(failure_limit):
+        client = make_application(name=f"Client {n}")
+        _token_request(Client(REMOTE_ADDR=f"2001:db8:1:2::{n + 1}"), client, secret="wrong")
+    third = make_application(name="Third")
+    assert (
+        _token_request(Client(REMOTE_ADDR="2001:db8:1:2::ff"), third, secret="wrong").status_code
+        == 429
+    )
+    assert (
+        _token_request(Client(REMOTE_ADDR="2001:db8:1:3::1"), third, secret="wrong").status_code
+        == 401
+    )
+    # Unknown client ids are failures too.
+    nobody = post_form(
+        Client(REMOTE_ADDR="2001:db8:1:2::1"),
+        TOKEN,
+        {"grant_type": "refresh_token", "refresh_token": "x", "client_id": "nobody"},
+    )
+    assert nobody.status_code == 429
+
+
+def test_rfc7009_revocation_counts_only_failed_client_authentications(
+    limit, failure_limit, client_ip
+):
     application = make_application()
     server = Client(REMOTE_ADDR=client_ip)
     body = {"token": "x", "client_id": application.client_id, "client_secret": CLIENT_SECRET}
-    answers = [post_form(server, REVOKE_TOKEN, body).status_code for _ in range(limit + 1)]
-    assert answers == [200] * limit + [429]
+    answers = [post_form(server, REVOKE_TOKEN, body).status_code for _ in range(limit + 3)]
+    assert answers == [200] * (limit + 3)
+    wrong = {**body, "client_secret": "wrong"}
+    answers = [post_form(server, REVOKE_TOKEN, wrong).status_code for _ in range(4)]
+    assert answers == [401] * failure_limit + [429]
+    assert post_form(server, REVOKE_TOKEN, body).status_code == 200
 
 
 @pytest.fixture

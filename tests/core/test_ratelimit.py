@@ -96,3 +96,36 @@ def test_an_unreachable_redis_is_not_tried_again_until_the_back_off_ends(monkeyp
     with pytest.raises(StoreUnavailable, match="ConnectionError"):
         store.incr("k", window=60, now=time.time())
     assert len(calls) == 2
+
+
+@pytest.fixture(params=["database", pytest.param("redis", marks=pytest.mark.redis)])
+def store(request, settings):
+    return DatabaseStore() if request.param == "database" else RedisStore(settings.REDIS_URL)
+
+
+def test_peek_release_and_clear_count_nothing_new(store, settings):
+    limiter = RateLimiter(store)
+    bucket, other = f"peek:{time.time_ns()}", f"peek-other:{time.time_ns()}"
+
+    def count() -> int:
+        return limiter.peek(bucket, limit=5)[0].count
+
+    [empty] = limiter.peek(bucket, limit=5)
+    assert (empty.count, empty.remaining, empty.enforced) == (0, 5, True)
+    first = limiter.hit(bucket, limit=5)
+    limiter.hit(bucket, limit=5)
+    limiter.hit(other, limit=5)
+    seen, seen_other = limiter.peek(bucket, other, limit=5)  # one round trip for both
+    assert (seen.count, seen_other.count) == (2, 1)
+    assert seen.reset_at == first.reset_at  # the same window
+    limiter.release(bucket)
+    assert count() == 1
+    limiter.release(bucket)
+    limiter.release(bucket)  # never below zero
+    assert count() == 0
+    assert limiter.hit(bucket, limit=5).count == 1
+    limiter.clear(bucket)
+    assert count() == 0
+    limiter.release(bucket)  # a bucket with no window stays without one
+    assert limiter.hit(bucket, limit=5).count == 1
+    assert limiter.health.failures == 0

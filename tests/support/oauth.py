@@ -24,7 +24,7 @@ def make_application(*, user=None, client_id: str | None = None, **fields):
     return Application.objects.create(
         name=fields.pop("name", "Zapier"),
         client_id=client_id or secrets.token_urlsafe(16),
-        client_secret=CLIENT_SECRET,
+        client_secret=fields.pop("client_secret", CLIENT_SECRET),
         client_type=Application.CLIENT_CONFIDENTIAL,
         authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
         redirect_uris=REDIRECT_URI,

@@ -10,7 +10,7 @@ from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
-    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    *PASSWORD_HASHERS,  # noqa: F405
 ]
 
 # Each started service counts rate limits under its own Redis key prefix (service_env): Redis
