@@ -285,8 +285,23 @@ HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
 OUTBOX_DIR = Path(env("OUTBOX_DIR", default=str(VAR_DIR / "outbox")))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default=f"Reviews <reviews@{_site.hostname}>")
 SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
-# One switch per integration: an ESP backend with its ANYMAIL settings, else files in OUTBOX_DIR.
-EMAIL_BACKEND = env("EMAIL_BACKEND", default="reviews.channels.outbox.OutboxEmailBackend")
+# One switch per integration: an ESP backend with its ANYMAIL settings, plain SMTP from
+# EMAIL_URL, else files in OUTBOX_DIR. EMAIL_URL (django-environ's form, e.g.
+# smtp://user:pass@host:587?tls=1, smtp+ssl://user:pass@host:465) sets Django's SMTP backend,
+# host, port, login and TLS/SSL; an explicit EMAIL_BACKEND still wins.
+EMAIL_URL = env("EMAIL_URL", default="")
+_mail = environ.Env.email_url_config(EMAIL_URL) if EMAIL_URL else {}
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    default=_mail.get("EMAIL_BACKEND", "reviews.channels.outbox.OutboxEmailBackend"),
+)
+if _mail:
+    EMAIL_HOST = _mail["EMAIL_HOST"] or "localhost"
+    EMAIL_PORT = _mail["EMAIL_PORT"] or 25
+    EMAIL_HOST_USER = _mail["EMAIL_HOST_USER"] or ""
+    EMAIL_HOST_PASSWORD = _mail["EMAIL_HOST_PASSWORD"] or ""
+    EMAIL_USE_TLS = bool(_mail.get("EMAIL_USE_TLS") or _mail.get("OPTIONS", {}).get("TLS"))
+    EMAIL_USE_SSL = bool(_mail.get("EMAIL_USE_SSL") or _mail.get("OPTIONS", {}).get("SSL"))
 EMAIL_FILE_PATH = str(OUTBOX_DIR)
 ANYMAIL = env.json("ANYMAIL", default={})
 TWILIO_ACCOUNT_SID = env("TWILIO_ACCOUNT_SID", default="")
@@ -478,6 +493,8 @@ if _PROVIDER_WAIT + DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT >= CELERY_T
         "stopped by the time limit mid-call has an unknown outcome"
     )
 ANYMAIL.setdefault("REQUESTS_TIMEOUT", (DELIVERY_CONNECT_TIMEOUT, DELIVERY_READ_TIMEOUT))
+# The SMTP backend's socket timeout (Django's default waits forever).
+EMAIL_TIMEOUT = DELIVERY_READ_TIMEOUT
 # Twilio's API root; tests and benchmarks point the real client at a fake on loopback.
 TWILIO_API_BASE_URL = env("TWILIO_API_BASE_URL", default="https://api.twilio.com")
 # Twilio's Advanced Opt-Out answers STOP/START/HELP itself (its default): then we send no

@@ -28,6 +28,13 @@ out = {
     "hsts": settings.SECURE_HSTS_SECONDS,
     "secure_cookies": settings.SESSION_COOKIE_SECURE and settings.CSRF_COOKIE_SECURE,
     "rate_limit": settings.RATE_LIMIT_PER_HOUR,
+    "email": {
+        name: getattr(settings, name)
+        for name in (
+            "EMAIL_BACKEND", "EMAIL_HOST", "EMAIL_PORT", "EMAIL_HOST_USER",
+            "EMAIL_HOST_PASSWORD", "EMAIL_USE_TLS", "EMAIL_USE_SSL",
+        )
+    },
 }
 if connection.vendor == "sqlite":
     with connection.cursor() as c:
@@ -63,6 +70,8 @@ _CONFIG_VARS = {
     "RATE_LIMIT_PER_HOUR",
     "OUTBOX_DIR",
     "VAR_DIR",
+    "EMAIL_URL",
+    "EMAIL_BACKEND",
 }
 
 
@@ -122,6 +131,24 @@ def test_redis_url_switches_broker_and_cache_to_redis(tmp_path):
     assert out["broker"] == "redis://127.0.0.1:6379/9"
     assert out["cache"] == "core.cache.RedisCache"  # Django's, reusing its client
     assert out["rate_limit"] == 10
+
+
+def test_email_url_sets_smtp_host_port_login_and_tls(tmp_path):
+    starttls = _run(tmp_path, EMAIL_URL="smtp://user:p%40ss@mail.example.com:587?tls=1")
+    assert starttls.returncode == 0, starttls.stderr
+    assert json.loads(starttls.stdout)["email"] == {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": "mail.example.com",
+        "EMAIL_PORT": 587,
+        "EMAIL_HOST_USER": "user",
+        "EMAIL_HOST_PASSWORD": "p@ss",
+        "EMAIL_USE_TLS": True,
+        "EMAIL_USE_SSL": False,
+    }
+    ssl = json.loads(_run(tmp_path, EMAIL_URL="smtp+ssl://u:p@mail.example.com:465").stdout)
+    assert (ssl["email"]["EMAIL_USE_SSL"], ssl["email"]["EMAIL_USE_TLS"]) == (True, False)
+    default = json.loads(_run(tmp_path).stdout)["email"]
+    assert default["EMAIL_BACKEND"] == "reviews.channels.outbox.OutboxEmailBackend"
 
 
 def test_env_example_lists_every_variable_the_settings_read():
