@@ -14,6 +14,7 @@ Code reads ``settings.X``, never ``os.environ``.
 
 from __future__ import annotations
 
+import json
 import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,6 +28,22 @@ env = environ.Env()
 # A local .env (never committed) fills in what the real environment does not set.
 if (BASE_DIR / ".env").is_file():
     env.read_env(BASE_DIR / ".env")
+
+
+def secret_env(name: str, default: str = "") -> str:
+    """A secret from ``NAME``, or from the file ``NAME_FILE`` names (Docker and Kubernetes
+    secrets mount files, which keeps the value out of the process environment). Setting both
+    is an error; the file's trailing newline is dropped."""
+    path = env(f"{name}_FILE", default="")
+    if not path:
+        return env(name, default=default)
+    if env(name, default=""):
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
+    try:
+        return Path(path).read_text().rstrip("\r\n")
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}_FILE: cannot read {path}: {exc}") from exc
+
 
 VAR_DIR = Path(env("VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -52,8 +69,9 @@ def _embedded_secret_key() -> str:
     return path.read_text().strip()
 
 
-EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
-SECRET_KEY = env("SECRET_KEY", default="")
+DATABASE_URL = secret_env("DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+SECRET_KEY = secret_env("SECRET_KEY")
 if not SECRET_KEY:
     if DEBUG or EMBEDDED_DATABASE:
         SECRET_KEY = _embedded_secret_key()
@@ -155,7 +173,7 @@ TEMPLATES = [
 
 # --- Database ------------------------------------------------------------------------------------
 DATABASES = {
-    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+    "default": environ.Env.db_url_config(DATABASE_URL or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
 _db = DATABASES["default"]
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -214,7 +232,7 @@ STORAGES = {
 }
 
 # --- Redis, cache, Celery ------------------------------------------------------------------------
-REDIS_URL = env("REDIS_URL", default="")
+REDIS_URL = secret_env("REDIS_URL")
 
 if REDIS_URL:
     CACHES = {
@@ -289,7 +307,7 @@ SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 # EMAIL_URL, else files in OUTBOX_DIR. EMAIL_URL (django-environ's form, e.g.
 # smtp://user:pass@host:587?tls=1, smtp+ssl://user:pass@host:465) sets Django's SMTP backend,
 # host, port, login and TLS/SSL; an explicit EMAIL_BACKEND still wins.
-EMAIL_URL = env("EMAIL_URL", default="")
+EMAIL_URL = secret_env("EMAIL_URL")
 _mail = environ.Env.email_url_config(EMAIL_URL) if EMAIL_URL else {}
 EMAIL_BACKEND = env(
     "EMAIL_BACKEND",
@@ -303,9 +321,9 @@ if _mail:
     EMAIL_USE_TLS = bool(_mail.get("EMAIL_USE_TLS") or _mail.get("OPTIONS", {}).get("TLS"))
     EMAIL_USE_SSL = bool(_mail.get("EMAIL_USE_SSL") or _mail.get("OPTIONS", {}).get("SSL"))
 EMAIL_FILE_PATH = str(OUTBOX_DIR)
-ANYMAIL = env.json("ANYMAIL", default={})
+ANYMAIL = json.loads(secret_env("ANYMAIL", default="{}"))
 TWILIO_ACCOUNT_SID = env("TWILIO_ACCOUNT_SID", default="")
-TWILIO_AUTH_TOKEN = env("TWILIO_AUTH_TOKEN", default="")
+TWILIO_AUTH_TOKEN = secret_env("TWILIO_AUTH_TOKEN")
 TWILIO_FROM_NUMBER = env("TWILIO_FROM_NUMBER", default="")
 TWILIO_MESSAGING_SERVICE_SID = env("TWILIO_MESSAGING_SERVICE_SID", default="")
 
