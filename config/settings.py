@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import tomllib
+from email.utils import getaddresses
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -442,6 +444,21 @@ SPECTACULAR_SETTINGS = {
         {"name": "OAuth", "description": "Tokens: exchange, refresh, revoke, disconnect."},
     ],
 }
+
+# --- Errors: mail to ADMINS, Sentry (core/sentry.py) ----------------------------------------------
+# ADMINS="Ops <ops@example.com>, oncall@example.com": Django mails them each server error (a
+# 500 of a page or of the API, logged by django.request) from SERVER_EMAIL through EMAIL_BACKEND.
+ADMINS = [(name, address) for name, address in getaddresses([env("ADMINS", default="")]) if address]
+MANAGERS = ADMINS
+# Sentry is on when SENTRY_DSN is set: Django and Celery integrations, no personal data sent.
+SENTRY_DSN = secret_env("SENTRY_DSN")
+SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
+SENTRY_RELEASE = env(
+    "SENTRY_RELEASE",
+    default=tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"],
+)
+# Share of requests and tasks traced (performance monitoring); 0 sends errors only.
+SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
 
 # --- Logging: one JSON object per line on stdout -------------------------------------------------
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")

@@ -6,6 +6,12 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
+        from django.conf import settings
+
         from .request_id import connect_task_signals
 
         connect_task_signals()
+        if settings.SENTRY_DSN:
+            from .sentry import sentry_init
+
+            sentry_init()
