@@ -137,6 +137,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: answers /healthz and /readyz before host checks, redirects and sessions.
     "core.health.HealthCheckMiddleware",
+    # Answers /metrics (Prometheus, with METRICS_TOKEN) and counts and times every other request.
+    "core.metrics.MetricsMiddleware",
     "core.request_id.RequestIdMiddleware",
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
@@ -450,6 +452,11 @@ SPECTACULAR_SETTINGS = {
 # 500 of a page or of the API, logged by django.request) from SERVER_EMAIL through EMAIL_BACKEND.
 ADMINS = [(name, address) for name, address in getaddresses([env("ADMINS", default="")]) if address]
 MANAGERS = ADMINS
+# --- Metrics (core/metrics.py) -------------------------------------------------------------------
+# /metrics answers Prometheus only with "Authorization: Bearer <METRICS_TOKEN>"; unset: 404.
+# Several processes on a machine share their metrics through PROMETHEUS_MULTIPROC_DIR (read by
+# prometheus-client itself, docs/operations.md).
+METRICS_TOKEN = secret_env("METRICS_TOKEN")
 # Sentry is on when SENTRY_DSN is set: Django and Celery integrations, no personal data sent.
 SENTRY_DSN = secret_env("SENTRY_DSN")
 SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")

@@ -8,9 +8,10 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from .request_id import connect_task_signals
+        from . import metrics, request_id
 
-        connect_task_signals()
+        request_id.connect_task_signals()
+        metrics.connect_task_signals()
         if settings.SENTRY_DSN:
             from .sentry import sentry_init
 
