@@ -17,6 +17,7 @@ import sentry_sdk
 from django.conf import settings
 from sentry_sdk.integrations.celery import CeleryIntegration
 from sentry_sdk.integrations.django import DjangoIntegration
+from sentry_sdk.types import Event, Hint
 
 from .request_id import request_id_var
 
@@ -43,11 +44,12 @@ def sentry_init(**options: Any) -> None:
     )
 
 
-def before_send(event: dict[str, Any], hint: dict[str, Any]) -> dict[str, Any]:
+def before_send(event: Event, hint: Hint) -> Event:
     request_id = request_id_var.get()
     if request_id:
         event.setdefault("tags", {})["request_id"] = request_id
-    return scrub_event(event)
+    scrubbed: Event = scrub_event(event)
+    return scrubbed
 
 
 def scrub_event(value: Any) -> Any:
