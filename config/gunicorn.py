@@ -14,11 +14,9 @@ max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "5000"))
 max_requests_jitter = 500
 accesslog = "-"
 errorlog = "-"
-access_log_format = (
-    '{"time": "%(t)s", "logger": "gunicorn.access", "method": "%(m)s", "path": "%(U)s", '
-    '"status": %(s)s, "bytes": "%(B)s", "duration_ms": %(M)s, '
-    '"request_id": "%({x-request-id}o)s", "remote": "%(h)s"}'
-)
+# Access and error lines as JSON through the service's formatter (time, level, method, path,
+# status, duration_ms, request_id): a class, because access_log_format is a string template.
+logger_class = "core.logs.GunicornLogger"
 # Trust X-Forwarded-* from the local proxy only (a PaaS router sets FORWARDED_ALLOW_IPS).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 

@@ -14,7 +14,10 @@ Code reads ``settings.X``, never ``os.environ``.
 
 from __future__ import annotations
 
+import json
 import secrets
+import tomllib
+from email.utils import getaddresses
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -27,6 +30,22 @@ env = environ.Env()
 # A local .env (never committed) fills in what the real environment does not set.
 if (BASE_DIR / ".env").is_file():
     env.read_env(BASE_DIR / ".env")
+
+
+def secret_env(name: str, default: str = "") -> str:
+    """A secret from ``NAME``, or from the file ``NAME_FILE`` names (Docker and Kubernetes
+    secrets mount files, which keeps the value out of the process environment). Setting both
+    is an error; the file's trailing newline is dropped."""
+    path = env(f"{name}_FILE", default="")
+    if not path:
+        return env(name, default=default)
+    if env(name, default=""):
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
+    try:
+        return Path(path).read_text().rstrip("\r\n")
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}_FILE: cannot read {path}: {exc}") from exc
+
 
 VAR_DIR = Path(env("VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -52,8 +71,9 @@ def _embedded_secret_key() -> str:
     return path.read_text().strip()
 
 
-EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
-SECRET_KEY = env("SECRET_KEY", default="")
+DATABASE_URL = secret_env("DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+SECRET_KEY = secret_env("SECRET_KEY")
 if not SECRET_KEY:
     if DEBUG or EMBEDDED_DATABASE:
         SECRET_KEY = _embedded_secret_key()
@@ -122,6 +142,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: answers /healthz and /readyz before host checks, redirects and sessions.
     "core.health.HealthCheckMiddleware",
+    # Answers /metrics (Prometheus, with METRICS_TOKEN) and counts and times every other request.
+    "core.metrics.MetricsMiddleware",
     "core.request_id.RequestIdMiddleware",
     # /api/ only: count the request (429 before any work) and add X-RateLimit-* to the answer;
     # then make every /api/ error the JSON shape, whatever raised it.
@@ -160,7 +182,7 @@ TEMPLATES = [
 
 # --- Database ------------------------------------------------------------------------------------
 DATABASES = {
-    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+    "default": environ.Env.db_url_config(DATABASE_URL or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
 _db = DATABASES["default"]
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -221,7 +243,7 @@ STORAGES = {
 }
 
 # --- Redis, cache, Celery ------------------------------------------------------------------------
-REDIS_URL = env("REDIS_URL", default="")
+REDIS_URL = secret_env("REDIS_URL")
 
 if REDIS_URL:
     CACHES = {
@@ -292,12 +314,27 @@ HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
 OUTBOX_DIR = Path(env("OUTBOX_DIR", default=str(VAR_DIR / "outbox")))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default=f"Reviews <reviews@{_site.hostname}>")
 SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
-# One switch per integration: an ESP backend with its ANYMAIL settings, else files in OUTBOX_DIR.
-EMAIL_BACKEND = env("EMAIL_BACKEND", default="reviews.channels.outbox.OutboxEmailBackend")
+# One switch per integration: an ESP backend with its ANYMAIL settings, plain SMTP from
+# EMAIL_URL, else files in OUTBOX_DIR. EMAIL_URL (django-environ's form, e.g.
+# smtp://user:pass@host:587?tls=1, smtp+ssl://user:pass@host:465) sets Django's SMTP backend,
+# host, port, login and TLS/SSL; an explicit EMAIL_BACKEND still wins.
+EMAIL_URL = secret_env("EMAIL_URL")
+_mail = environ.Env.email_url_config(EMAIL_URL) if EMAIL_URL else {}
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    default=_mail.get("EMAIL_BACKEND", "reviews.channels.outbox.OutboxEmailBackend"),
+)
+if _mail:
+    EMAIL_HOST = _mail["EMAIL_HOST"] or "localhost"
+    EMAIL_PORT = _mail["EMAIL_PORT"] or 25
+    EMAIL_HOST_USER = _mail["EMAIL_HOST_USER"] or ""
+    EMAIL_HOST_PASSWORD = _mail["EMAIL_HOST_PASSWORD"] or ""
+    EMAIL_USE_TLS = bool(_mail.get("EMAIL_USE_TLS") or _mail.get("OPTIONS", {}).get("TLS"))
+    EMAIL_USE_SSL = bool(_mail.get("EMAIL_USE_SSL") or _mail.get("OPTIONS", {}).get("SSL"))
 EMAIL_FILE_PATH = str(OUTBOX_DIR)
-ANYMAIL = env.json("ANYMAIL", default={})
+ANYMAIL = json.loads(secret_env("ANYMAIL", default="{}"))
 TWILIO_ACCOUNT_SID = env("TWILIO_ACCOUNT_SID", default="")
-TWILIO_AUTH_TOKEN = env("TWILIO_AUTH_TOKEN", default="")
+TWILIO_AUTH_TOKEN = secret_env("TWILIO_AUTH_TOKEN")
 TWILIO_FROM_NUMBER = env("TWILIO_FROM_NUMBER", default="")
 TWILIO_MESSAGING_SERVICE_SID = env("TWILIO_MESSAGING_SERVICE_SID", default="")
 
@@ -435,6 +472,26 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# --- Errors: mail to ADMINS, Sentry (core/sentry.py) ----------------------------------------------
+# ADMINS="Ops <ops@example.com>, oncall@example.com": Django mails them each server error (a
+# 500 of a page or of the API, logged by django.request) from SERVER_EMAIL through EMAIL_BACKEND.
+ADMINS = [(name, address) for name, address in getaddresses([env("ADMINS", default="")]) if address]
+MANAGERS = ADMINS
+# --- Metrics (core/metrics.py) -------------------------------------------------------------------
+# /metrics answers Prometheus only with "Authorization: Bearer <METRICS_TOKEN>"; unset: 404.
+# Several processes on a machine share their metrics through PROMETHEUS_MULTIPROC_DIR (read by
+# prometheus-client itself, docs/operations.md).
+METRICS_TOKEN = secret_env("METRICS_TOKEN")
+# Sentry is on when SENTRY_DSN is set: Django and Celery integrations, no personal data sent.
+SENTRY_DSN = secret_env("SENTRY_DSN")
+SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
+SENTRY_RELEASE = env(
+    "SENTRY_RELEASE",
+    default=tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"],
+)
+# Share of requests and tasks traced (performance monitoring); 0 sends errors only.
+SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
+
 # --- Logging: one JSON object per line on stdout -------------------------------------------------
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = {
@@ -503,6 +560,8 @@ if _PROVIDER_WAIT + DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT >= CELERY_T
         "stopped by the time limit mid-call has an unknown outcome"
     )
 ANYMAIL.setdefault("REQUESTS_TIMEOUT", (DELIVERY_CONNECT_TIMEOUT, DELIVERY_READ_TIMEOUT))
+# The SMTP backend's socket timeout (Django's default waits forever).
+EMAIL_TIMEOUT = DELIVERY_READ_TIMEOUT
 # Twilio's API root; tests and benchmarks point the real client at a fake on loopback.
 TWILIO_API_BASE_URL = env("TWILIO_API_BASE_URL", default="https://api.twilio.com")
 # Twilio's Advanced Opt-Out answers STOP/START/HELP itself (its default): then we send no

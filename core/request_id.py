@@ -1,5 +1,9 @@
 """A request id on every request: taken from a sane incoming ``X-Request-ID`` or generated,
-returned in the response header and attached to every log line written while handling it."""
+returned in the response header and attached to every log line written while handling it.
+
+It follows the request into the Celery tasks it causes: published tasks carry it in a message
+header, and the worker restores it while the task runs (and into the tasks that task publishes),
+so an API call can be followed into the send it caused (``connect_task_signals``)."""
 
 from __future__ import annotations
 
@@ -36,3 +40,40 @@ class RequestIdLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id_var.get()
         return True
+
+
+# The Celery message header that carries the request id from publisher to worker.
+TASK_HEADER = "request_id"
+
+
+def _add_request_id_header(headers=None, **kwargs) -> None:
+    """``before_task_publish``: the current request id (a web request's, or the running task's)
+    travels with the task."""
+    request_id = request_id_var.get()
+    if request_id and headers is not None:
+        headers.setdefault(TASK_HEADER, request_id)
+
+
+def _restore_request_id(task=None, **kwargs) -> None:
+    """``task_prerun``: the task runs, and logs, under the id it was published with. Not for
+    eager runs (``task.apply()`` in the caller's thread, which keeps the caller's id)."""
+    if task is None or task.request.is_eager:
+        return
+    request_id = getattr(task.request, TASK_HEADER, None)
+    request_id_var.set(request_id if isinstance(request_id, str) else None)
+
+
+def _forget_request_id(task=None, **kwargs) -> None:
+    """``task_postrun``: the next task on this worker thread starts without it."""
+    if task is None or task.request.is_eager:
+        return
+    request_id_var.set(None)
+
+
+def connect_task_signals() -> None:
+    """Called once per process by ``core.apps.CoreConfig.ready`` (web, worker and beat)."""
+    from celery.signals import before_task_publish, task_postrun, task_prerun
+
+    before_task_publish.connect(_add_request_id_header, weak=False)
+    task_prerun.connect(_restore_request_id, weak=False)
+    task_postrun.connect(_forget_request_id, weak=False)

@@ -36,6 +36,7 @@ from django.db import (
 from django.utils import timezone
 
 from accounts.models import User
+from core.metrics import MESSAGES, PROVIDER_LATENCY
 
 from .. import db, rendering
 from ..channels import (
@@ -195,12 +196,16 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
                 reason=f"the {message.channel} channel is not usable: {exc}"[:1000],
             )
         )
+    labels = (message.channel, getattr(channel, "provider", "") or "unknown")
+    started = time.perf_counter()
     try:
         try:
             sent = channel.send(outgoing)  # the only network call; no transaction open
         finally:
             slot.release()
+            PROVIDER_LATENCY.labels(*labels).observe(time.perf_counter() - started)
     except DeliveryRejected as exc:
+        MESSAGES.labels(*labels, "failed" if exc.permanent else "retry").inc()
         return _with_db_retry(
             partial(
                 record_failure,
@@ -211,12 +216,14 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
             )
         )
     except DeliveryOutcomeUnknown as exc:
+        MESSAGES.labels(*labels, "unknown").inc()
         unknown = partial(message_record_unknown, message_id=message_id, attempt=attempt)
         _with_db_retry(partial(unknown, code=exc.code, reason=exc.reason))
         return SendResult.UNKNOWN
     except Exception as exc:
         # Not a classified outcome (a bug, the time limit hit mid-call): it may have been
         # sent, so it is recorded as unknown, never retried.
+        MESSAGES.labels(*labels, "unknown").inc()
         logger.exception("unexpected error sending", extra={"message_id": message_id})
         _with_db_retry(
             partial(
@@ -228,6 +235,7 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
             )
         )
         return SendResult.UNKNOWN
+    MESSAGES.labels(*labels, "sent").inc()
     _with_db_retry(
         partial(
             message_record_sent,

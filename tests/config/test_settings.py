@@ -28,6 +28,15 @@ out = {
     "hsts": settings.SECURE_HSTS_SECONDS,
     "secure_cookies": settings.SESSION_COOKIE_SECURE and settings.CSRF_COOKIE_SECURE,
     "rate_limit": settings.RATE_LIMIT_PER_HOUR,
+    "anymail": settings.ANYMAIL,
+    "twilio_auth_token": settings.TWILIO_AUTH_TOKEN,
+    "email": {
+        name: getattr(settings, name)
+        for name in (
+            "EMAIL_BACKEND", "EMAIL_HOST", "EMAIL_PORT", "EMAIL_HOST_USER",
+            "EMAIL_HOST_PASSWORD", "EMAIL_USE_TLS", "EMAIL_USE_SSL",
+        )
+    },
 }
 if connection.vendor == "sqlite":
     with connection.cursor() as c:
@@ -63,6 +72,10 @@ _CONFIG_VARS = {
     "RATE_LIMIT_PER_HOUR",
     "OUTBOX_DIR",
     "VAR_DIR",
+    "EMAIL_URL",
+    "EMAIL_BACKEND",
+    "ANYMAIL",
+    "TWILIO_AUTH_TOKEN",
 }
 
 
@@ -122,6 +135,55 @@ def test_redis_url_switches_broker_and_cache_to_redis(tmp_path):
     assert out["broker"] == "redis://127.0.0.1:6379/9"
     assert out["cache"] == "core.cache.RedisCache"  # Django's, reusing its client
     assert out["rate_limit"] == 10
+
+
+def test_email_url_sets_smtp_host_port_login_and_tls(tmp_path):
+    starttls = _run(tmp_path, EMAIL_URL="smtp://user:p%40ss@mail.example.com:587?tls=1")
+    assert starttls.returncode == 0, starttls.stderr
+    assert json.loads(starttls.stdout)["email"] == {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": "mail.example.com",
+        "EMAIL_PORT": 587,
+        "EMAIL_HOST_USER": "user",
+        "EMAIL_HOST_PASSWORD": "p@ss",
+        "EMAIL_USE_TLS": True,
+        "EMAIL_USE_SSL": False,
+    }
+    ssl = json.loads(_run(tmp_path, EMAIL_URL="smtp+ssl://u:p@mail.example.com:465").stdout)
+    assert (ssl["email"]["EMAIL_USE_SSL"], ssl["email"]["EMAIL_USE_TLS"]) == (True, False)
+    default = json.loads(_run(tmp_path).stdout)["email"]
+    assert default["EMAIL_BACKEND"] == "reviews.channels.outbox.OutboxEmailBackend"
+
+
+def test_secrets_can_be_read_from_the_files_name_file_points_at(tmp_path):
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    values = {
+        "SECRET_KEY": "k" * 50,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'from-file.sqlite3'}",
+        "REDIS_URL": "redis://127.0.0.1:6379/9",
+        "EMAIL_URL": "smtp://user:pw@mail.example.com:587?tls=1",
+        "ANYMAIL": '{"POSTMARK_SERVER_TOKEN": "pm-token"}',
+        "TWILIO_AUTH_TOKEN": "tw-token",
+    }
+    files = {}
+    for name, value in values.items():
+        (secrets_dir / name.lower()).write_text(value + "\n")  # as `echo` writes it
+        files[f"{name}_FILE"] = str(secrets_dir / name.lower())
+    result = _run(tmp_path, **files)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["secret_key"] == "k" * 50
+    assert out["engine"] == "django.db.backends.sqlite3"
+    assert out["broker"] == "redis://127.0.0.1:6379/9"
+    assert out["email"]["EMAIL_HOST_PASSWORD"] == "pw"
+    assert out["anymail"]["POSTMARK_SERVER_TOKEN"] == "pm-token"
+    assert out["twilio_auth_token"] == "tw-token"
+
+    both = _run(tmp_path, SECRET_KEY="x" * 50, SECRET_KEY_FILE=files["SECRET_KEY_FILE"])
+    assert both.returncode != 0 and "SECRET_KEY or SECRET_KEY_FILE" in both.stderr
+    missing = _run(tmp_path, SECRET_KEY_FILE=str(tmp_path / "nowhere"))
+    assert missing.returncode != 0 and "SECRET_KEY_FILE" in missing.stderr
 
 
 def test_env_example_lists_every_variable_the_settings_read():

@@ -38,7 +38,18 @@ class ConflictView(APIView):
         raise ApiError(409, "idempotency_in_progress", "Still running.", retry_after=5)
 
 
+class CrashView(APIView):
+    """An unexpected error whose message and local variables hold personal data."""
+
+    permission_classes = [AllowAny]
+
+    def post(self, request):
+        contact = request.data
+        raise RuntimeError(f"could not reach {contact['email']} or {contact['phone']}")
+
+
 urlpatterns = [
+    path("api/crash", CrashView.as_view()),
     path("api/validate", ValidateView.as_view()),
     path("api/write", WriteScopeView.as_view()),
     path("api/conflict", ConflictView.as_view()),
