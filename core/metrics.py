@@ -60,6 +60,12 @@ PROVIDER_LATENCY = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30),
 )
 TASKS = Counter("rr_celery_tasks", "Celery task runs by task and outcome.", ["task", "outcome"])
+WEBHOOK_DELIVERIES = Counter(
+    "rr_webhook_deliveries",
+    "Webhook delivery attempts by outcome: delivered, retried, failed (gave up), removed (410), "
+    "skipped (the outcome came after a redelivery or an unsubscribe).",
+    ["outcome"],
+)
 
 _scrape_collectors: list[Collector] = []
 

@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.metrics import WEBHOOK_DELIVERIES
 from core.times import iso_utc
 
 from .models import Event, EventType, WebhookDelivery, WebhookSubscription
@@ -219,6 +220,7 @@ def webhooks_deliver_due(*, time_budget: float = 40.0, limit: int = 500) -> Deli
         outcome = _call(delivery)
         result = _record(delivery_id=delivery.pk, attempt=attempt, outcome=outcome)
         setattr(report, result, getattr(report, result) + 1)
+        WEBHOOK_DELIVERIES.labels(result).inc()
     return report
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, events_purge, retry_delay, webhooks_deliver_due
+from tests.core.test_metrics import sample
 from tests.events.conftest import subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
@@ -209,3 +210,21 @@ def test_old_events_are_purged_unless_still_being_retried(owner, receiver):
     assert events_purge() == 1
     assert set(Event.objects.values_list("pk", flat=True)) == {retrying.pk, recent.pk}
     assert WebhookDelivery.objects.count() == 2
+
+
+def test_delivery_outcomes_are_counted_for_metrics(owner, receiver, client, settings):
+    settings.METRICS_TOKEN = "scrape-secret"
+
+    def scraped(outcome: str) -> float:
+        text = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret").content.decode()
+        return sample(text, "rr_webhook_deliveries_total", outcome=outcome)
+
+    before = {outcome: scraped(outcome) for outcome in ("retried", "delivered")}
+    subscribe(owner, CLICKED, receiver.url)
+    receiver.answer(500)
+    record(owner)
+    webhooks_deliver_due()
+    make_due()
+    webhooks_deliver_due()
+    assert scraped("retried") == before["retried"] + 1
+    assert scraped("delivered") == before["delivered"] + 1
