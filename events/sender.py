@@ -61,7 +61,11 @@ def post(
     port = parts.port or (443 if tls else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     raw = _connect(addresses, port, deadline)
-    cutter = raw.dup()  # shutting it down ends any blocked read or write on the connection
+    try:
+        cutter = raw.dup()  # shutting it down ends any blocked read or write on the connection
+    except OSError as exc:
+        raw.close()
+        raise CallFailed(f"could not connect: {_error_name(exc)}") from None
     watchdog = threading.Timer(max(deadline - time.monotonic(), 0), _cut, args=(cutter,))
     watchdog.daemon = True
     watchdog.start()
