@@ -592,7 +592,8 @@ LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": Tru
 # production service must never post to its own network). Link-local (cloud metadata) addresses
 # stay refused either way.
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
-# Seconds to connect, and to wait for each read of the answer (at most 1 KB of it is read).
+# Seconds for one whole call, after the target's name is resolved: connect, TLS, send, the
+# answer's headers and the first 1 KB of its body (the only part read). A wall-clock deadline.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 # A claimed delivery is due again after this many seconds unless its outcome was recorded (a
 # worker killed mid-call): longer than one call, shorter than the retry schedule's first step.

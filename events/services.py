@@ -10,8 +10,8 @@ Delivery (``webhooks_deliver_due``), one row at a time, each in three steps:
    PostgreSQL, gets ``attempts + 1`` and ``next_attempt_at`` pushed ``WEBHOOK_LEASE_SECONDS``
    ahead: a worker killed during the call leaves the row due again after the lease (at least
    once; receivers dedupe by ``webhook-id``);
-2. the call, outside any transaction: target checked again, signed POST, no redirects,
-   bounded time and body read;
+2. the call, outside any transaction: target checked again, signed POST to the address just
+   checked, no redirects, bounded time (in all) and body read (``events.sender``);
 3. the outcome (guarded by the attempt number): 2xx → ``delivered``; 410 → the subscription is
    removed; anything else → retried with exponential backoff and jitter until the row is
    ``WEBHOOK_RETRY_HOURS`` old (then ``failed``). A subscription failing without a success for
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import requests
 from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
@@ -39,6 +38,7 @@ from django.utils import timezone
 from core.metrics import WEBHOOK_DELIVERIES
 from core.times import iso_utc
 
+from . import sender
 from .models import Event, EventType, WebhookDelivery, WebhookSubscription
 from .signing import secret_new, signed_headers
 from .targets import UnsafeTarget, target_url_check
@@ -47,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "events.tasks.deliver_webhooks"
 USER_AGENT = "ReviewRequests-Webhooks/1"
-MAX_RESPONSE_BYTES = 1024  # of a receiver's answer: kept (shortened) as last_error
 MAX_SUBSCRIPTIONS_PER_OWNER = 100
 
 
@@ -255,8 +254,9 @@ def _claim_next() -> tuple[WebhookDelivery, int] | None:
 def _call(delivery: WebhookDelivery) -> CallOutcome:
     """One signed POST; never raises."""
     url = delivery.subscription.target_url
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
     try:
-        target_url_check(url)
+        addresses = target_url_check(url)
     except UnsafeTarget as exc:
         return CallOutcome(None, f"not sent: {exc}")
     body = json.dumps(event_body(delivery.event), separators=(",", ":")).encode()
@@ -270,28 +270,15 @@ def _call(delivery: WebhookDelivery) -> CallOutcome:
             body=body,
         ),
     }
-    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
-    with requests.Session() as session:
-        session.trust_env = False  # straight to the vetted host: no proxy from the environment
-        try:
-            response = session.post(
-                url,
-                data=body,
-                headers=headers,
-                timeout=(timeout, timeout),
-                allow_redirects=False,
-                stream=True,
-            )
-        except requests.Timeout:
-            return CallOutcome(None, f"no answer within {timeout:g} s")
-        except requests.RequestException as exc:
-            return CallOutcome(None, f"could not connect: {type(exc).__name__}")
-        with response:
-            try:
-                head = next(response.iter_content(MAX_RESPONSE_BYTES), b"")
-            except requests.RequestException:
-                head = b""
-    code = response.status_code
+    try:
+        # To the addresses just checked (not a new lookup), within the timeout in all.
+        code, head = sender.post(
+            url=url, addresses=addresses, body=body, headers=headers, timeout=timeout
+        )
+    except sender.CallTimedOut:
+        return CallOutcome(None, f"no answer within {timeout:g} s")
+    except sender.CallFailed as exc:
+        return CallOutcome(None, str(exc))
     if 200 <= code < 300:
         return CallOutcome(code)
     text = head[:200].decode("utf-8", "replace").strip()

@@ -6,17 +6,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import socket
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from django.db import transaction
 from django.utils import timezone
 
+from events import sender
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, events_purge, retry_delay, webhooks_deliver_due
 from tests.core.test_metrics import sample
 from tests.events.conftest import subscribe
+from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 
@@ -138,6 +145,49 @@ def test_a_slow_receiver_times_out_and_is_retried(owner, receiver, settings):
     assert delivery().last_error == "no answer within 0.3 s"
 
 
+@pytest.mark.parametrize("drip", ["head", "body"])
+def test_a_receiver_dripping_its_answer_is_cut_at_the_deadline(owner, receiver, settings, drip):
+    """The timeout bounds the whole call, not each read: one byte every 0.5 s would otherwise
+    keep the worker for minutes (each read comes well within any per-read timeout)."""
+    settings.WEBHOOK_TIMEOUT_SECONDS = 1.0
+    receiver.drip, receiver.drip_seconds = drip, 0.5
+    subscribe(owner, CLICKED, receiver.url)
+    record(owner)
+    started = time.monotonic()
+    report = webhooks_deliver_due()
+    took = time.monotonic() - started
+    assert report.retried == 1 and report.delivered == 0
+    assert took < 2.5, took
+    row = delivery()
+    assert (row.status, row.attempts, row.last_status_code) == ("pending", 1, None)
+    assert row.last_error == "no answer within 1 s"
+    assert row.next_attempt_at > timezone.now() + timedelta(seconds=10)  # a retry, later
+
+
+def test_the_call_goes_to_the_address_that_was_checked(owner, receiver, monkeypatch):
+    """DNS rebinding: the name resolves to an allowed address when checked and elsewhere a
+    moment later. The call connects to the checked address, and still names the host."""
+    url = f"http://hooks.rebind.test:{receiver.port}/hooks/catch"
+    real = socket.getaddrinfo
+    answers = {"hooks.rebind.test": [real("127.0.0.1", receiver.port, type=socket.SOCK_STREAM)]}
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *args, **kwargs: (
+            answers[host].pop() if answers.get(host) else real(host, *args, **kwargs)
+        ),
+    )
+    subscription = WebhookSubscription.objects.create(
+        owner=owner, event=CLICKED, target_url=url, secret="whsec_" + "A" * 44
+    )
+    record(owner)
+    # The check takes the one good answer; a second lookup of the name would fail.
+    assert webhooks_deliver_due().delivered == 1
+    (call,) = receiver.received()
+    assert call.headers["host"] == f"hooks.rebind.test:{receiver.port}"
+    assert verify(subscription.secret, call.headers, call.body)
+
+
 def test_redirects_are_not_followed(owner, receiver):
     subscribe(owner, CLICKED, receiver.url)
     receiver.location = receiver.url + "/moved"
@@ -228,3 +278,54 @@ def test_delivery_outcomes_are_counted_for_metrics(owner, receiver, client, sett
     webhooks_deliver_due()
     assert scraped("retried") == before["retried"] + 1
     assert scraped("delivered") == before["delivered"] + 1
+
+
+@pytest.fixture
+def tls_receiver(tmp_path, monkeypatch):
+    """An https receiver on loopback with a certificate for ``localhost``, trusted by the sender
+    (the one fake here: the CA store, which would be a public CA's for a real receiver)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    monkeypatch.setattr(sender, "ca_bundle", lambda: str(cert_path))
+    server = WebhookReceiver(tls=(str(cert_path), str(key_path))).start()
+    yield server
+    server.stop()
+
+
+def test_https_names_the_host_in_tls_and_checks_its_certificate(owner, tls_receiver):
+    """Connected to the checked address, the call still verifies the certificate for the host
+    name (SNI) and sends it as ``Host``; a certificate for another name is refused."""
+    good = subscribe(owner, CLICKED, f"https://localhost:{tls_receiver.port}/hooks/catch")
+    record(owner)
+    assert webhooks_deliver_due().delivered == 1
+    (call,) = tls_receiver.received()
+    assert call.headers["host"] == f"localhost:{tls_receiver.port}"
+    assert verify(good.secret, call.headers, call.body)
+    good.delete()
+    subscribe(owner, CLICKED, f"https://127.0.0.1:{tls_receiver.port}/hooks/catch")
+    record(owner)
+    assert webhooks_deliver_due().retried == 1
+    assert len(tls_receiver.received()) == 1
+    assert "TLS certificate not valid for this host" in delivery().last_error

@@ -8,7 +8,9 @@ app's own getAccessToken, tests the connection and its label, refreshes, loads t
 fields through Zapier's schema checks, creates a review request, replays a retried create, and
 maps 400/401/429 as Zapier expects. Then the outcomes: each trigger's performList over requests
 pytest moved along their lifecycle first, Find Contact, Cancel Review Request, and the REST hook
-subscribe and unsubscribe. Every jest test runs: none may be skipped.
+subscribe and unsubscribe, and one hook received for real: the jest suite subscribes New Review
+Click to a receiver of its own, clicks a sent request's review link on the service, and the real
+worker delivers the signed event to it. Every jest test runs: none may be skipped.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
+from django.urls import reverse
 from django.utils import timezone
 
 from reviews.models import ReviewRequest
-from tests.factories import DEFAULT_PASSWORD, UserFactory
+from tests.factories import DEFAULT_PASSWORD, ReviewSiteFactory, UserFactory
 from tests.oauth_provider.conftest import pkce_pair
 from tests.support.consent import approve, log_in
 from tests.support.oauth import CLIENT_SECRET, REDIRECT_URI, issue_tokens, make_application
@@ -106,7 +109,9 @@ def _exhausted_token(base_url: str) -> str:
 
 def _outcomes(owner) -> dict[str, str]:
     """Requests of ``owner`` at each outcome a trigger reports, one still active to cancel, and
-    another owner's request (which must stay out of reach)."""
+    another owner's request (which must stay out of reach), and a sent request whose review link
+    the jest suite clicks for real (the path of its Google link)."""
+    site = ReviewSiteFactory(owner=owner, label="Google", url="https://g.page/r/acme/review")
     at = timezone.now() - timedelta(hours=1)
     added = at - timedelta(minutes=1)
 
@@ -135,7 +140,12 @@ def _outcomes(owner) -> dict[str, str]:
     fail(failed, at=at + timedelta(minutes=9), code="550", error="Mailbox does not exist")
     active = add_request(owner, email="cancel@x.example", delay_hours=24)
     theirs = add_request(UserFactory(), email="cancel@x.example", delay_hours=24)
+    to_click = sent("liveclick")
     return {
+        "LIVE_CLICK_REQUEST_ID": str(to_click.id),
+        "LIVE_CLICK_PATH": reverse(
+            "reviews:go", kwargs={"token": to_click.token, "site_id": site.pk}
+        ),
         "CANCEL_REQUEST_ID": str(active.id),
         "OTHER_OWNER_REQUEST_ID": str(theirs.id),
         "CLICKED_REQUEST_ID": str(clicked.id),
@@ -152,10 +162,11 @@ def test_the_app_connects_creates_and_maps_errors_against_the_live_service(npm, 
     outcomes = _outcomes(owner)
     service_env = {
         "RATE_LIMIT_PER_HOUR": str(RATE_LIMIT),
-        # The hook targets of the subscribe test are local (development and tests only).
+        # The hook targets of the subscribe tests are local (development and tests only).
         "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
     }
-    with ServiceProcesses(tmp_path, ["web"], env=service_env) as svc:
+    # The worker delivers the live click's event (kicked when the click commits; no beat).
+    with ServiceProcesses(tmp_path, ["web", "worker"], env=service_env) as svc:
         svc.wait_for(lambda: requests.get(f"{svc.base_url}/healthz", timeout=2).ok, what="web")
         env = {
             **svc.env,

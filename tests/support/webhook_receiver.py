@@ -2,14 +2,18 @@
 
 Records every POST (path, headers, raw body) and answers from a script (``answer(500, 410)``:
 the next calls' statuses; then 200). ``stop()`` closes the port (a receiver that is down:
-connections are refused) and ``start()`` listens on the same port again. ``hang_seconds``:
-answer that late (a receiver slower than the sender's timeout). Standard library only.
+connections are refused) and ``start()`` listens on the same port again; ``tls`` (certificate
+and key files) makes it an https receiver. ``hang_seconds``:
+answer that late (a receiver slower than the sender's timeout). ``drip_seconds`` with ``drip``
+(``"head"`` or ``"body"``): answer 200 one byte every that many seconds, from the status line
+on or only the body (a receiver that never stops talking). Standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -31,13 +35,16 @@ class Received:
 
 
 class WebhookReceiver:
-    def __init__(self) -> None:
+    def __init__(self, *, tls: tuple[str, str] | None = None) -> None:
         self.port = free_port()
+        self.tls = tls  # (certificate, key) PEM files: https
         self.calls: list[Received] = []  # answered calls
         self.arrivals = 0  # calls read, answered or not yet (a hanging answer)
         self.statuses: deque[int] = deque()
         self.location = ""  # the Location of a scripted 3xx
         self.hang_seconds = 0.0
+        self.drip_seconds = 0.0
+        self.drip = "head"
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -69,6 +76,9 @@ class WebhookReceiver:
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
                     status = receiver.statuses.popleft() if receiver.statuses else 200
+                if receiver.drip_seconds:
+                    self._drip()
+                    return
                 self.send_response(status)
                 if 300 <= status < 400:
                     self.send_header("Location", receiver.location or "/elsewhere")
@@ -79,10 +89,28 @@ class WebhookReceiver:
                 with contextlib.suppress(OSError):
                     self.wfile.write(payload)
 
+            def _drip(self) -> None:
+                body = b"ok" * 20
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                if receiver.drip == "body":
+                    self.wfile.write(head)
+                    head = b""
+                for byte in head + body:
+                    time.sleep(receiver.drip_seconds)
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return  # the sender hung up
+
             def log_message(self, *args) -> None:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        if self.tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

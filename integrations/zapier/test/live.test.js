@@ -6,6 +6,9 @@
  */
 /* globals describe, it, expect */
 
+const crypto = require('node:crypto');
+const http = require('node:http');
+
 const zapier = require('zapier-platform-core');
 const PlainInputFieldSchema = require('zapier-platform-schema/lib/schemas/PlainInputFieldSchema');
 
@@ -16,7 +19,7 @@ const env = process.env;
 const required = ['BASE_URL', 'CLIENT_ID', 'CLIENT_SECRET', 'AUTH_CODE', 'CODE_VERIFIER',
   'REDIRECT_URI', 'OWNER_EMAIL', 'OWNER_BUSINESS_NAME', 'THROTTLED_ACCESS_TOKEN',
   'CANCEL_REQUEST_ID', 'OTHER_OWNER_REQUEST_ID', 'CLICKED_REQUEST_ID', 'FAILED_REQUEST_ID',
-  'COMPLETED_REQUEST_ID', 'FEEDBACK_TEXT'];
+  'COMPLETED_REQUEST_ID', 'FEEDBACK_TEXT', 'LIVE_CLICK_REQUEST_ID', 'LIVE_CLICK_PATH'];
 const missing = required.filter((name) => !env[name]);
 if (missing.length) {
   throw new Error(`missing environment: ${missing.join(', ')} (run through pytest)`);
@@ -273,11 +276,12 @@ describe('Cancel Review Request', () => {
   });
 });
 
+const hooks = () =>
+  fetch(`${env.BASE_URL}/api/zapier/hooks`, {
+    headers: { Authorization: `Bearer ${state.authData.access_token}` },
+  }).then((response) => response.json());
+
 describe('REST hooks', () => {
-  const hooks = () =>
-    fetch(`${env.BASE_URL}/api/zapier/hooks`, {
-      headers: { Authorization: `Bearer ${state.authData.access_token}` },
-    }).then((response) => response.json());
 
   it('subscribes each trigger to its event, then unsubscribes', async () => {
     for (const [key, event] of [
@@ -306,6 +310,104 @@ describe('REST hooks', () => {
       });
     }
   });
+});
+
+// What Zapier's hook endpoint is in production: a receiver of the service's signed POSTs.
+const startReceiver = () =>
+  new Promise((resolve) => {
+    const calls = [];
+    const server = http.createServer((req, res) => {
+      const chunks = [];
+      req.on('data', (chunk) => chunks.push(chunk));
+      req.on('end', () => {
+        calls.push({ path: req.url, headers: req.headers, rawBody: Buffer.concat(chunks).toString('utf8') });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"status":"success"}');
+      });
+    });
+    server.listen(0, '127.0.0.1', () => resolve({ server, calls, port: server.address().port }));
+  });
+
+const waitFor = async (predicate, timeoutMs, what) => {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const found = predicate();
+    if (found) return found;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+};
+
+// The JavaScript snippet of docs/events.md, as a receiver would use it.
+const signatureValid = (secret, headers, rawBody, toleranceSeconds = 300) => {
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'];
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSeconds) return false;
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = crypto.createHmac('sha256', key).update(`${id}.${timestamp}.${rawBody}`).digest();
+  return headers['webhook-signature'].split(' ').some((sig) => {
+    const [version, value] = sig.split(',');
+    const given = Buffer.from(value || '', 'base64');
+    return version === 'v1' && given.length === expected.length && crypto.timingSafeEqual(given, expected);
+  });
+};
+
+describe('a real hook from a click', () => {
+  it('subscribes New Review Click, receives the signed event of a click, performs it, unsubscribes', async () => {
+    const receiver = await startReceiver();
+    try {
+      const trigger = App.triggers.new_review_click.operation;
+      const targetUrl = `http://127.0.0.1:${receiver.port}/zapier-hook/new_review_click`;
+      const subscription = await appTester(trigger.performSubscribe, {
+        authData: state.authData,
+        targetUrl,
+      });
+      expect(subscription).toMatchObject({ event: 'review_request.clicked', target_url: targetUrl });
+
+      // The contact opens the review link of the e-mail in a browser.
+      const clicked = await fetch(`${env.BASE_URL}${env.LIVE_CLICK_PATH}`, {
+        redirect: 'manual',
+        headers: { 'User-Agent': 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) Mobile/15E148 Safari/604.1' },
+      });
+      expect(clicked.status).toBe(302);
+      expect(clicked.headers.get('location')).toBe('https://g.page/r/acme/review');
+
+      // The worker delivers it within seconds (kicked when the click committed).
+      const [call] = await waitFor(() => (receiver.calls.length ? receiver.calls : null), 20000,
+        "the click's webhook");
+      expect(receiver.calls).toHaveLength(1);
+      expect(call.path).toBe('/zapier-hook/new_review_click');
+      expect(call.headers['content-type']).toBe('application/json');
+      expect(signatureValid(subscription.secret, call.headers, call.rawBody)).toBe(true);
+      const tampered = call.rawBody.replace('"clicked"', '"sent"');
+      expect(signatureValid(subscription.secret, call.headers, tampered)).toBe(false);
+      const body = JSON.parse(call.rawBody);
+      expect(call.headers['webhook-id']).toBe(body.id);
+
+      // What Zapier does with the POST: the trigger's perform, on the parsed body.
+      const items = await appTester(trigger.perform, {
+        authData: state.authData,
+        cleanedRequest: body,
+      });
+      expect(items).toHaveLength(1);
+      expect(Object.keys(items[0]).sort()).toEqual([...OUTCOME_KEYS].sort());
+      expect(items[0]).toMatchObject({
+        id: body.id,
+        event: 'review_request.clicked',
+        review_request_id: env.LIVE_CLICK_REQUEST_ID,
+        status: 'clicked',
+        contact_email: 'liveclick@x.example',
+        channel: 'email',
+        detail: 'Google',
+      });
+      expect(items[0].details.click).toMatchObject({ site: 'Google', url: 'https://g.page/r/acme/review' });
+
+      await appTester(trigger.performUnsubscribe, { authData: state.authData, subscribeData: subscription });
+      expect((await hooks()).results.map((hook) => hook.id)).not.toContain(subscription.id);
+    } finally {
+      await new Promise((resolve) => receiver.server.close(resolve));
+    }
+  }, 45000);
 });
 
 describe('error mapping (a response as the network would give it)', () => {
