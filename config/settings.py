@@ -296,6 +296,8 @@ SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 EMAIL_BACKEND = env("EMAIL_BACKEND", default="reviews.channels.outbox.OutboxEmailBackend")
 EMAIL_FILE_PATH = str(OUTBOX_DIR)
 ANYMAIL = env.json("ANYMAIL", default={})
+# E-mail the owner when a contact leaves private feedback (a Celery task, after commit).
+FEEDBACK_NOTIFY_OWNER = env.bool("FEEDBACK_NOTIFY_OWNER", default=True)
 TWILIO_ACCOUNT_SID = env("TWILIO_ACCOUNT_SID", default="")
 TWILIO_AUTH_TOKEN = env("TWILIO_AUTH_TOKEN", default="")
 TWILIO_FROM_NUMBER = env("TWILIO_FROM_NUMBER", default="")

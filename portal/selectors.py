@@ -5,6 +5,7 @@
 * ``funnel``: added → sent → delivered → clicked, plus failed and opted out, for a period;
 * ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
   everything that happened to one request, in order;
+* ``feedback_list``, ``feedback_count``: private feedback left on the owner's requests;
 * ``connected_apps``: the OAuth clients the owner authorised that still hold live tokens.
 """
 
@@ -25,6 +26,7 @@ from reviews import selectors as reviews_selectors
 from reviews.models import (
     BusinessSettings,
     Channel,
+    Feedback,
     Message,
     ReviewRequest,
 )
@@ -151,6 +153,25 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
         opted_out=Count("pk", filter=Q(status=ReviewRequest.Status.OPTED_OUT)),
     )
     return Funnel(since=since, **counts)
+
+
+# --- Private feedback -----------------------------------------------------------------------------
+
+
+def feedback_list(*, owner: User) -> QuerySet[Feedback]:
+    """The private feedback left on the owner's requests, with each request's contact (page it
+    newest first with ``core.pagination.keyset_page``)."""
+    return Feedback.objects.filter(review_request__owner=owner).select_related(
+        "review_request__contact"
+    )
+
+
+def feedback_count(*, owner: User, days: int | None, now: datetime | None = None) -> int:
+    """Private feedback received in the last ``days`` days (all time: None)."""
+    feedback = Feedback.objects.filter(review_request__owner=owner)
+    if days:
+        feedback = feedback.filter(created_at__gte=(now or timezone.now()) - timedelta(days=days))
+    return feedback.count()
 
 
 # --- Connected apps -------------------------------------------------------------------------------
