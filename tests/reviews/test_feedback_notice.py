@@ -90,3 +90,15 @@ def test_a_failed_send_is_retried_and_then_sent_once(business, leave, published,
     monkeypatch.setattr(EmailMessage, "send", real_send)
     run(published)
     assert len(mail.outbox) == 1
+
+
+def test_in_development_the_email_is_a_file_in_the_outbox(business, leave, published, outbox_email):
+    leave(email_request(business))
+    run(published)
+    notices = [
+        path
+        for path in outbox_email.glob("*.eml")
+        if b"Subject: Private feedback from" in path.read_bytes()
+    ]
+    assert len(notices) == 1
+    assert b"The plumber was late." in notices[0].read_bytes()
