@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from core.pagination import keyset_page
+from reviews.models import BusinessSettings
 
 from .. import selectors
 from ..pages import owner_page
@@ -29,5 +30,10 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "portal/feedback.html",
-        {"section": "feedback", "page": page, "notify": settings.FEEDBACK_NOTIFY_OWNER},
+        {
+            "section": "feedback",
+            "page": page,
+            "notify": settings.FEEDBACK_NOTIFY_OWNER
+            and BusinessSettings.for_owner(request.user).notify_feedback,
+        },
     )

@@ -22,7 +22,7 @@ from django.utils import timezone
 from events.models import EventType
 
 from ..click_filter import ignored_reason
-from ..models import Click, Feedback, Message, ReviewRequest, ReviewSite
+from ..models import BusinessSettings, Click, Feedback, Message, ReviewRequest, ReviewSite
 from .events import (
     feedback_received_record,
     review_request_click_record,
@@ -145,18 +145,24 @@ def feedback_notify_owner(*, feedback_id: int) -> bool:
     """E-mail the owner one private feedback (its text, the contact's name, a link to the
     request in the portal) through Django's mail path (``EMAIL_BACKEND``). At most once: the
     row is claimed (``notified_at``) before sending, so a task run twice sends one e-mail;
-    a send that raises releases the claim and re-raises, for the task's retry. Returns
-    whether this call sent it."""
-    claimed = Feedback.objects.filter(pk=feedback_id, notified_at=None).update(
-        notified_at=timezone.now()
+    a send that raises releases the claim and re-raises, for the task's retry. Nothing is
+    sent when the business turned the e-mails off (``BusinessSettings.notify_feedback``, read
+    when the task runs). Returns whether this call sent it."""
+    feedback = (
+        Feedback.objects.select_related("review_request__contact", "review_request__owner")
+        .filter(pk=feedback_id, notified_at=None)
+        .first()
     )
-    if not claimed:
+    if feedback is None:
         return False
-    feedback = Feedback.objects.select_related(
-        "review_request__contact", "review_request__owner"
-    ).get(pk=feedback_id)
     request = feedback.review_request
     owner = request.owner
+    if not BusinessSettings.for_owner(owner).notify_feedback:
+        return False
+    if not Feedback.objects.filter(pk=feedback_id, notified_at=None).update(
+        notified_at=timezone.now()
+    ):
+        return False  # another run claimed it meanwhile
     context = {
         "owner": owner,
         "contact_name": request.contact.display_name,

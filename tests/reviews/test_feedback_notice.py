@@ -9,7 +9,7 @@ from django.core.mail import EmailMessage
 
 from config.celery import app as celery_app
 from reviews.models import Feedback
-from reviews.services import feedback_notify_owner
+from reviews.services import business_settings_update, feedback_notify_owner
 from reviews.services.engagement import ip_hash
 from reviews.tasks import feedback_notify_owner_task
 from tests.reviews.conftest import email_request
@@ -102,3 +102,11 @@ def test_in_development_the_email_is_a_file_in_the_outbox(business, leave, publi
     ]
     assert len(notices) == 1
     assert b"The plumber was late." in notices[0].read_bytes()
+
+
+def test_no_email_when_the_business_turned_it_off(business, leave, published):
+    business_settings_update(owner=business, changes={"notify_feedback": False})
+    leave(email_request(business))
+    run(published)
+    assert mail.outbox == []
+    assert Feedback.objects.get().notified_at is None
