@@ -158,6 +158,7 @@ def test_each_outcome_reaches_the_receiver_signed(tmp_path, receiver, settings):
     BusinessSettings.objects.create(
         owner=by_sms, send_window_applies_to=BusinessSettings.WindowAppliesTo.NONE
     )
+    ReviewSiteFactory(owner=by_sms, label="Google", url="https://g.page/r/bolt/review")
     base = f"http://127.0.0.1:{receiver.port}"
     secrets = {}
     for owner, types in {
