@@ -333,6 +333,8 @@ if _mail:
     EMAIL_USE_SSL = bool(_mail.get("EMAIL_USE_SSL") or _mail.get("OPTIONS", {}).get("SSL"))
 EMAIL_FILE_PATH = str(OUTBOX_DIR)
 ANYMAIL = json.loads(secret_env("ANYMAIL", default="{}"))
+# E-mail the owner when a contact leaves private feedback (a Celery task, after commit).
+FEEDBACK_NOTIFY_OWNER = env.bool("FEEDBACK_NOTIFY_OWNER", default=True)
 TWILIO_ACCOUNT_SID = env("TWILIO_ACCOUNT_SID", default="")
 TWILIO_AUTH_TOKEN = secret_env("TWILIO_AUTH_TOKEN")
 TWILIO_FROM_NUMBER = env("TWILIO_FROM_NUMBER", default="")

@@ -46,15 +46,16 @@ def encode_cursor(row) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID] | None:
-    """The position a cursor holds; ``None`` for anything else (a tampered or stale link)."""
+def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID | int] | None:
+    """The position a cursor holds (a UUID or an integer primary key); ``None`` for anything
+    else (a tampered or stale link)."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created_at, pk = json.loads(raw)
         at = datetime.fromisoformat(created_at)
         if at.tzinfo is None:
             return None
-        return at, uuid.UUID(pk)
+        return at, int(pk) if pk.isdigit() else uuid.UUID(pk)
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
         return None
 

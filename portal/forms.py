@@ -201,6 +201,12 @@ class BusinessSettingsForm(PortalForm):
         choices=BusinessSettings.WindowAppliesTo.choices,
     )
 
+    notify_feedback = forms.BooleanField(
+        label="E-mail me when a contact leaves private feedback",
+        required=False,
+        help_text="Every private feedback is also listed on the Feedback page.",
+    )
+
     def __init__(self, *args, current_time_zone: str = "UTC", **kwargs):
         super().__init__(*args, **kwargs)
         zones = time_zone_choices()

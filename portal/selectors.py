@@ -5,13 +5,15 @@
 * ``funnel``: added → sent → delivered → clicked, plus failed and opted out, for a period;
 * ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
   everything that happened to one request, in order;
+* ``activity``: the dashboard's chart (added, sent, clicked, opted out per day or week);
+* ``feedback_list``, ``feedback_count``: private feedback left on the owner's requests;
 * ``connected_apps``: the OAuth clients the owner authorised that still hold live tokens.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -19,12 +21,14 @@ from django.utils import timezone
 from oauth2_provider.models import get_refresh_token_model
 
 from accounts.models import User
+from core.charts import Chart, Series
 from events.models import WebhookDelivery, WebhookSubscription
 from oauth_provider.models import Connection
 from reviews import selectors as reviews_selectors
 from reviews.models import (
     BusinessSettings,
     Channel,
+    Feedback,
     Message,
     ReviewRequest,
 )
@@ -151,6 +155,102 @@ def funnel(*, owner: User, days: int | None, now: datetime | None = None) -> Fun
         opted_out=Count("pk", filter=Q(status=ReviewRequest.Status.OPTED_OUT)),
     )
     return Funnel(since=since, **counts)
+
+
+# --- The activity chart ---------------------------------------------------------------------------
+
+# (key of reviews.selectors.DAILY_SERIES, label, colour): one line each.
+ACTIVITY_SERIES = (
+    ("scheduled", "Added", "#2563eb"),
+    ("sent", "Sent", "#7c3aed"),
+    ("clicked", "Clicked", "#16a34a"),
+    ("opted_out", "Opted out", "#dc2626"),
+)
+# Periods longer than this are drawn per week; "all time" shows the last year, per week.
+DAILY_UP_TO_DAYS = 31
+ALL_TIME_WEEKS = 52
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Requests added, sent, clicked and opted out per day (or per week: ``step_days`` 7) of a
+    period, each point starting on its date in ``starts``, oldest first."""
+
+    starts: list[date]
+    step_days: int
+    series: list[Series]
+
+    @property
+    def weekly(self) -> bool:
+        return self.step_days == 7
+
+    def rows(self) -> list[tuple[date, list[int]]]:
+        """The chart's numbers as a table: one row per point, newest first."""
+        return [
+            (start, [s.counts[index] for s in self.series])
+            for index, start in reversed(list(enumerate(self.starts)))
+        ]
+
+    def chart(self) -> Chart:
+        return Chart.build(self.starts, self.series, step_days=self.step_days)
+
+    def compact_chart(self) -> Chart:
+        """For phones: fewer user units, so the labels stay legible once scaled down."""
+        return Chart.build(
+            self.starts,
+            self.series,
+            step_days=self.step_days,
+            width=400,
+            height=280,
+            x_label_count=3,
+        )
+
+
+def activity(*, owner: User, days: int | None) -> Activity:
+    """The owner's activity over the last ``days`` days (today included; ``None``: the last
+    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (one
+    indexed range query per series, in the current time zone's days), summed per week when the
+    period is longer than a month. Weeks end today, so the newest point is a whole week."""
+    step = 1 if days and days <= DAILY_UP_TO_DAYS else 7
+    points = days if step == 1 else -(-(days or ALL_TIME_WEEKS * 7) // 7)
+    first_day = timezone.localdate() - timedelta(days=points * step - 1)
+    counts = reviews_selectors.review_request_daily_counts(
+        owner_id=owner.pk,
+        first_day=first_day,
+        days=points * step,
+        series=[key for key, *_ in ACTIVITY_SERIES],
+    )
+    return Activity(
+        starts=[first_day + timedelta(days=i * step) for i in range(points)],
+        step_days=step,
+        series=[
+            Series(key, label, colour, _buckets(counts[key], step))
+            for key, label, colour in ACTIVITY_SERIES
+        ],
+    )
+
+
+def _buckets(per_day: list[int], size: int) -> list[int]:
+    return [sum(per_day[i : i + size]) for i in range(0, len(per_day), size)]
+
+
+# --- Private feedback -----------------------------------------------------------------------------
+
+
+def feedback_list(*, owner: User) -> QuerySet[Feedback]:
+    """The private feedback left on the owner's requests, with each request's contact (page it
+    newest first with ``core.pagination.keyset_page``)."""
+    return Feedback.objects.filter(review_request__owner=owner).select_related(
+        "review_request__contact"
+    )
+
+
+def feedback_count(*, owner: User, days: int | None, now: datetime | None = None) -> int:
+    """Private feedback received in the last ``days`` days (all time: None)."""
+    feedback = Feedback.objects.filter(review_request__owner=owner)
+    if days:
+        feedback = feedback.filter(created_at__gte=(now or timezone.now()) - timedelta(days=days))
+    return feedback.count()
 
 
 # --- Connected apps -------------------------------------------------------------------------------

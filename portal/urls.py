@@ -2,13 +2,14 @@
 
 from django.urls import path
 
-from .views import apps, configure, requests, webhooks
+from .views import apps, configure, feedback, requests, webhooks
 
 app_name = "portal"
 
 urlpatterns = [
     path("requests/<uuid:pk>/", requests.detail, name="request"),
     path("requests/<uuid:pk>/cancel/", requests.cancel, name="request-cancel"),
+    path("feedback/", feedback.index, name="feedback"),
     path("settings/", configure.business, name="settings"),
     path("settings/sites/", configure.sites, name="sites"),
     path("settings/sites/<uuid:pk>/move/", configure.site_move, name="site-move"),

@@ -2,8 +2,9 @@
 
 Reads only (HackSoft's selectors): a handful of aggregate queries over indexed ranges of the
 period (the per-day series and failure reasons come from ``reviews.selectors``), and
-the chart's geometry computed here so the page is a plain server-rendered SVG (no JavaScript,
-nothing from other origins). Days are calendar days in ``settings.TIME_ZONE``.
+the chart's geometry from ``core.charts`` (shared with the owner dashboard), so the page is
+a plain server-rendered SVG (no JavaScript, nothing from other origins). Days are calendar
+days in ``settings.TIME_ZONE``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Q
 from django.utils import timezone
+
+from core.charts import Chart, Series
 
 from . import selectors
 from .models import Message, OptOutEvent, ReviewRequest
@@ -27,18 +30,6 @@ SERIES = (
     ("clicked", "Clicked", "#16a34a"),
     ("failed", "Failed", "#dc2626"),
 )
-
-
-@dataclass(frozen=True)
-class Series:
-    key: str
-    label: str
-    colour: str
-    counts: list[int]  # one per day, oldest first
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts)
 
 
 @dataclass(frozen=True)
@@ -87,7 +78,7 @@ def staff_dashboard(
     owned = Q(owner_id=owner_id) if owner_id else Q()
 
     counts = selectors.review_request_daily_counts(
-        owner_id=owner_id, first_day=first_day, days=days
+        owner_id=owner_id, first_day=first_day, days=days, series=[key for key, *_ in SERIES]
     )
     series = [Series(key, label, colour, counts[key]) for key, label, colour in SERIES]
 
@@ -122,75 +113,3 @@ def staff_dashboard(
         failure_reasons=failure_reasons,
         opt_outs=opt_outs,
     )
-
-
-# --- The chart ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChartLine:
-    label: str
-    colour: str
-    points: str  # SVG polyline points "x,y x,y ..."
-    dots: list[tuple[float, float, str]]  # (x, y, tooltip)
-
-
-@dataclass(frozen=True)
-class Chart:
-    """A line chart in SVG user units: one line per series, a y grid, day labels."""
-
-    width: int
-    height: int
-    left: int
-    bottom: float
-    lines: list[ChartLine]
-    y_ticks: list[tuple[float, int]]  # (y, value)
-    x_labels: list[tuple[float, str]]  # (x, "3 Mar")
-
-    WIDTH = 900
-    HEIGHT = 280
-    PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 44, 16, 12, 28
-
-    @classmethod
-    def build(cls, days: list[date], series: list[Series]) -> Chart:
-        top = max([1, *(max(s.counts, default=0) for s in series)])
-        step = _nice_step(top)
-        y_max = step * -(-top // step)  # round up to a whole number of steps
-        plot_w = cls.WIDTH - cls.PAD_LEFT - cls.PAD_RIGHT
-        plot_h = cls.HEIGHT - cls.PAD_TOP - cls.PAD_BOTTOM
-        bottom = cls.PAD_TOP + plot_h
-
-        def x(i: int) -> float:
-            return round(cls.PAD_LEFT + plot_w * i / max(len(days) - 1, 1), 1)
-
-        def y(value: int) -> float:
-            return round(bottom - plot_h * value / y_max, 1)
-
-        lines = []
-        for s in series:
-            dots = [
-                (x(i), y(n), f"{s.label}: {n} on {day:%d %b}")
-                for i, (day, n) in enumerate(zip(days, s.counts, strict=True))
-            ]
-            lines.append(
-                ChartLine(s.label, s.colour, " ".join(f"{px},{py}" for px, py, _ in dots), dots)
-            )
-        return cls(
-            width=cls.WIDTH,
-            height=cls.HEIGHT,
-            left=cls.PAD_LEFT,
-            bottom=bottom,
-            lines=lines,
-            y_ticks=[(y(v), v) for v in range(0, y_max + 1, step)],
-            x_labels=[(x(i), f"{day.day} {day:%b}") for i, day in enumerate(days) if i % 5 == 0],
-        )
-
-
-def _nice_step(top: int) -> int:
-    """A grid step of 1, 2 or 5 times a power of ten giving at most five lines."""
-    magnitude = 1
-    while True:
-        for factor in (1, 2, 5):
-            if top / (factor * magnitude) <= 5:
-                return factor * magnitude
-        magnitude *= 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -256,13 +257,15 @@ def _local(moment: datetime) -> str:
 
 # --- Activity per day (the staff dashboard; the owner dashboard's chart) -------------------------
 
-# Each series counts the requests whose timestamp falls on the day.
+# Each series counts the requests whose timestamp falls on the day ("opted_out": the contact
+# opted out while the request was theirs, or it was recorded opted out on arrival).
 DAILY_SERIES = {
     "scheduled": "created_at",
     "sent": "sent_at",
     "delivered": "delivered_at",
     "clicked": "clicked_at",
     "failed": "failed_at",
+    "opted_out": "opted_out_at",
 }
 # Recorded as opted out on arrival (``contact_add`` found every channel opted out): the request
 # exists only so the caller gets an id, nothing was ever scheduled. Such a request was opted out
@@ -271,15 +274,18 @@ _OPTED_OUT_ON_ARRIVAL = Q(status=ReviewRequest.Status.OPTED_OUT, opted_out_at__l
 
 
 def review_request_daily_querysets(
-    *, owner_id: object | None, since: datetime
+    *, owner_id: object | None, since: datetime, series: Iterable[str] | None = None
 ) -> dict[str, QuerySet]:
-    """Per series of ``DAILY_SERIES``, the grouped query of ``(day, requests)`` from ``since``
-    on (days in ``settings.TIME_ZONE``), for one owner or everyone (``owner_id=None``). Each
-    reads an indexed range of its timestamp: the work follows the activity of the period,
-    not the size of the table."""
+    """Per series of ``DAILY_SERIES`` (or those of them in ``series``), the grouped query of
+    ``(day, requests)`` from ``since`` on (days in the current time zone), for one owner or
+    everyone (``owner_id=None``). Each reads an indexed range of its timestamp: the work
+    follows the activity of the period, not the size of the table."""
     owned = Q(owner_id=owner_id) if owner_id else Q()
     querysets = {}
+    wanted = DAILY_SERIES.keys() if series is None else set(series)
     for key, stamp in DAILY_SERIES.items():
+        if key not in wanted:
+            continue
         requests = ReviewRequest.objects.filter(owned, **{f"{stamp}__gte": since})
         day = TruncDate(stamp)
         if key == "scheduled":
@@ -302,14 +308,20 @@ def review_request_daily_querysets(
 
 
 def review_request_daily_counts(
-    *, owner_id: object | None, first_day: date, days: int
+    *,
+    owner_id: object | None,
+    first_day: date,
+    days: int,
+    series: Iterable[str] | None = None,
 ) -> dict[str, list[int]]:
-    """Per series of ``DAILY_SERIES``, the requests whose timestamp falls on each of ``days``
-    calendar days from ``first_day``, oldest first (one query per series)."""
+    """Per series of ``DAILY_SERIES`` (or those of them in ``series``), the requests whose
+    timestamp falls on each of ``days`` calendar days (of the current time zone) from
+    ``first_day``, oldest first (one query per series)."""
     since = timezone.make_aware(datetime.combine(first_day, datetime.min.time()))
     index = {first_day + timedelta(days=i): i for i in range(days)}
     result = {}
-    for key, per_day in review_request_daily_querysets(owner_id=owner_id, since=since).items():
+    querysets = review_request_daily_querysets(owner_id=owner_id, since=since, series=series)
+    for key, per_day in querysets.items():
         counts = [0] * days
         for day, n in per_day:
             if day in index:

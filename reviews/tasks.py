@@ -52,3 +52,16 @@ def reconcile_unknown_messages() -> None:
 def purge_opt_out_events() -> None:
     """Beat, daily: delete opt-out audit rows past their retention."""
     services.opt_out_events_purge()
+
+
+@shared_task(
+    name="reviews.tasks.feedback_notify_owner_task",
+    acks_late=True,
+    autoretry_for=(Exception,),
+    retry_backoff=30,
+    retry_backoff_max=300,  # the broker is never a calendar: minutes at most
+    max_retries=4,
+)
+def feedback_notify_owner_task(feedback_id: int) -> None:
+    """Queued when feedback is stored (after commit). At most one e-mail per feedback."""
+    services.feedback_notify_owner(feedback_id=feedback_id)

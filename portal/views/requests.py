@@ -63,6 +63,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "total_capped": more,
             "rows": rows,
             "funnel": selectors.funnel(owner=request.user, days=days),
+            "feedback_count": selectors.feedback_count(owner=request.user, days=days),
+            "activity": selectors.activity(owner=request.user, days=days),
             "period_label": label,
             "periods": [(key, text) for key, (text, _) in selectors.PERIODS.items()],
         },

@@ -104,6 +104,7 @@ class BusinessSettingsAdmin(admin.ModelAdmin):
             {"fields": ("send_window_start", "send_window_end", "send_window_applies_to")},
         ),
         ("E-mail sender", {"fields": ("sender_name", "postal_address")}),
+        ("Notifications", {"fields": ("notify_feedback",)}),
         ("Dates", {"fields": ("created_at", "updated_at")}),
     )
 

@@ -231,6 +231,10 @@ class BusinessSettings(models.Model):
         help_text="Printed in the footer of every e-mail (CAN-SPAM asks for a valid postal "
         "address).",
     )
+    notify_feedback = models.BooleanField(
+        default=True,
+        help_text="E-mail the owner when a contact leaves private feedback.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

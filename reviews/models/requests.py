@@ -176,6 +176,7 @@ class ReviewRequest(models.Model):
                     ("delivered", "delivered_at", []),
                     ("clicked", "clicked_at", []),
                     ("failed", "failed_at", []),
+                    ("opted_out", "opted_out_at", []),
                 )
             ),
         ]
@@ -534,6 +535,9 @@ class Feedback(models.Model):
     text = models.TextField(max_length=MAX_LENGTH)
     ip_hash = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the owner was told by e-mail (``feedback_notify_owner``): set once, so a task run
+    # twice sends one e-mail.
+    notified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

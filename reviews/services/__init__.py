@@ -46,7 +46,7 @@ from .dispatch import (
     messages_dispatch_due,
     messages_dispatch_preview,
 )
-from .engagement import click_record, feedback_leave
+from .engagement import click_record, feedback_leave, feedback_notify_owner
 from .imports import ImportFileError, ImportReport, contacts_import
 from .opt_outs import (
     contact_email_unsubscribe,
@@ -92,6 +92,7 @@ __all__ = [
     "dispatcher_kick",
     "email_event_record",
     "feedback_leave",
+    "feedback_notify_owner",
     "message_provider_status_apply",
     "message_resend",
     "message_send",

@@ -32,6 +32,7 @@ POLICY_FIELDS = (
     "send_window_applies_to",
     "sender_name",
     "postal_address",
+    "notify_feedback",
 )
 
 

@@ -8,17 +8,21 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
+from django.core.mail import EmailMessage
 from django.db import transaction
 from django.db.models import Max
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from events.models import EventType
 
 from ..click_filter import ignored_reason
-from ..models import Click, Feedback, Message, ReviewRequest, ReviewSite
+from ..models import BusinessSettings, Click, Feedback, Message, ReviewRequest, ReviewSite
 from .events import (
     feedback_received_record,
     review_request_click_record,
@@ -29,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 FEEDBACK_PER_REQUEST = 5  # at most this many private notes per request, ever
 FEEDBACK_PER_IP_PER_HOUR = 10
+FEEDBACK_NOTIFY_TASK = "reviews.tasks.feedback_notify_owner_task"
 
 
 def ip_hash(ip: str) -> str:
@@ -122,7 +127,60 @@ def feedback_leave(*, review_request: ReviewRequest, text: str, ip: str) -> Feed
             raise ValidationError({"text": "Thank you, we already have your feedback."})
         feedback = Feedback.objects.create(review_request=request, text=text, ip_hash=hashed)
         feedback_received_record(request=request, feedback=feedback)
+        if settings.FEEDBACK_NOTIFY_OWNER:
+            transaction.on_commit(lambda: _queue_notification(feedback.pk))
     return feedback
+
+
+def _queue_notification(feedback_id: int) -> None:
+    """After commit: the owner's e-mail as a task. The feedback is stored either way; a broker
+    that refuses the task costs the e-mail only (the portal's Feedback page lists it)."""
+    try:
+        current_app.send_task(FEEDBACK_NOTIFY_TASK, args=[feedback_id])
+    except Exception:
+        logger.warning("feedback e-mail task not published", exc_info=True)
+
+
+def feedback_notify_owner(*, feedback_id: int) -> bool:
+    """E-mail the owner one private feedback (its text, the contact's name, a link to the
+    request in the portal) through Django's mail path (``EMAIL_BACKEND``). At most once: the
+    row is claimed (``notified_at``) before sending, so a task run twice sends one e-mail;
+    a send that raises releases the claim and re-raises, for the task's retry. Nothing is
+    sent when the business turned the e-mails off (``BusinessSettings.notify_feedback``, read
+    when the task runs). Returns whether this call sent it."""
+    feedback = (
+        Feedback.objects.select_related("review_request__contact", "review_request__owner")
+        .filter(pk=feedback_id, notified_at=None)
+        .first()
+    )
+    if feedback is None:
+        return False
+    request = feedback.review_request
+    owner = request.owner
+    if not BusinessSettings.for_owner(owner).notify_feedback:
+        return False
+    if not Feedback.objects.filter(pk=feedback_id, notified_at=None).update(
+        notified_at=timezone.now()
+    ):
+        return False  # another run claimed it meanwhile
+    context = {
+        "owner": owner,
+        "contact_name": request.contact.display_name,
+        "text": feedback.text,
+        "request_url": settings.SITE_URL + reverse("portal:request", args=[request.pk]),
+        "feedback_url": settings.SITE_URL + reverse("portal:feedback"),
+    }
+    message = EmailMessage(
+        subject=f"Private feedback from {request.contact.display_name}",
+        body=render_to_string("reviews/feedback_notice_email.txt", context),
+        to=[owner.email],
+    )
+    try:
+        message.send()
+    except Exception:
+        Feedback.objects.filter(pk=feedback_id).update(notified_at=None)
+        raise
+    return True
 
 
 def _under_rate(key: str, limit: int) -> bool:

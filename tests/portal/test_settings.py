@@ -137,3 +137,15 @@ def test_the_service_refuses_fields_an_owner_may_not_change(owner):
         business_settings_update(owner=owner, changes={"is_staff": True})
     owner.refresh_from_db()
     assert owner.is_staff is False
+
+
+def test_the_feedback_email_can_be_turned_off_and_on(browser, owner):
+    assert BusinessSettings.for_owner(owner).notify_feedback is True
+    box = re.search(
+        r'<input type="checkbox" name="notify_feedback"[^>]*>', browser.get(URL).content.decode()
+    )
+    assert " checked" in box[0]
+    browser.post(URL, form_data())  # an unticked box is not posted
+    assert BusinessSettings.objects.get(owner=owner).notify_feedback is False
+    browser.post(URL, form_data(notify_feedback="on"))
+    assert BusinessSettings.objects.get(owner=owner).notify_feedback is True

@@ -195,6 +195,7 @@ def test_the_series_and_failure_reasons_read_an_index_range(business, two_years_
         "delivered": "reviews_request_delivered_day",
         "clicked": "reviews_request_clicked_day",
         "failed": "reviews_request_failed_day",
+        "opted_out": "reviews_request_opted_out_day",
         "reasons": "reviews_message_failed_day",
         "examples": "reviews_message_failed_day",
     }

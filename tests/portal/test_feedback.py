@@ -1,0 +1,70 @@
+"""The Feedback page (the owner's private feedback, newest first, paged) and its count on the
+dashboard."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.support.portal_data import add_request, leave_feedback
+
+pytestmark = pytest.mark.django_db
+
+
+def texts(response) -> list[str]:
+    return [note.text for note in response.context["page"].object_list]
+
+
+def test_the_page_lists_the_owners_feedback_newest_first_with_a_link_to_the_request(
+    browser, owner, other_owner
+):
+    now = timezone.now()
+    mine = add_request(owner, first_name="Maria", email="maria@example.com")
+    leave_feedback(mine, at=now - timedelta(days=2), text="Older note")
+    leave_feedback(mine, at=now - timedelta(hours=1), text="Newer note")
+    theirs = add_request(other_owner, first_name="Other", email="other@example.com")
+    leave_feedback(theirs, at=now, text="Someone else's note")
+
+    response = browser.get("/portal/feedback/")
+    assert response.status_code == 200
+    assert texts(response) == ["Newer note", "Older note"]
+    html = response.content.decode()
+    assert "Someone else&#x27;s note" not in html and "Someone else" not in html
+    assert f'href="/portal/requests/{mine.pk}/"' in html
+    assert 'href="/portal/feedback/" aria-current="page"' in html  # the nav link
+
+
+def test_the_page_is_paged_by_cursor(browser, owner, django_assert_max_num_queries):
+    now = timezone.now()
+    request = add_request(owner, first_name="Maria", email="maria@example.com")
+    for i in range(30):
+        leave_feedback(request, at=now - timedelta(minutes=i), text=f"note {i}")
+    with django_assert_max_num_queries(8) as first:
+        response = browser.get("/portal/feedback/")
+    assert texts(response) == [f"note {i}" for i in range(25)]
+    older = re.search(r'<a href="([^"]*)" rel="next">Older', response.content.decode())[1]
+    with django_assert_max_num_queries(len(first)):
+        response = browser.get("/portal/feedback/" + older.replace("&amp;", "&"))
+    assert texts(response) == [f"note {i}" for i in range(25, 30)]
+
+
+def test_other_people_see_a_login(client):
+    response = client.get("/portal/feedback/")
+    assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_the_dashboard_counts_the_feedback_of_the_period(browser, owner, other_owner):
+    now = timezone.now()
+    request = add_request(owner, first_name="Maria", email="maria@example.com")
+    leave_feedback(request, at=now - timedelta(days=2), text="recent")
+    leave_feedback(request, at=now - timedelta(days=20), text="this month")
+    leave_feedback(request, at=now - timedelta(days=60), text="long ago")
+    leave_feedback(add_request(other_owner, email="x@example.com"), at=now, text="not mine")
+
+    assert browser.get("/", {"period": "7"}).context["feedback_count"] == 1
+    assert browser.get("/", {"period": "30"}).context["feedback_count"] == 2
+    html = browser.get("/", {"period": "all"}).content.decode()
+    assert re.search(r'data-testid="feedback-count".*?<strong>3</strong>', html, re.S)
