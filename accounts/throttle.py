@@ -29,7 +29,8 @@ import math
 
 from django.http import HttpRequest, HttpResponse
 
-from core.ratelimit import Usage, client_network, get_limiter
+from core.ratelimit import client_network
+from core.ratelimit_store import Usage, get_limiter
 
 from .models import UserManager
 
@@ -86,7 +87,7 @@ class LoginAttempt:
 
 def login_unlock(*, email: str, network: str) -> None:
     """Lift the lock of ``email`` on ``network`` (an IPv4 address or an IPv6 /64). Raises
-    ``core.ratelimit.StoreUnavailable`` if the store cannot be reached."""
+    ``core.ratelimit_store.StoreUnavailable`` if the store cannot be reached."""
     get_limiter().clear(_login_bucket(email, network))
 
 

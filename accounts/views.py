@@ -18,7 +18,8 @@ from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
-from core.ratelimit import StoreUnavailable, client_network
+from core.ratelimit import client_network
+from core.ratelimit_store import StoreUnavailable
 from core.security import strict_page
 
 from . import tasks, throttle

@@ -21,7 +21,7 @@ from django.core.cache import cache
 from django.db import connections
 from django.http import JsonResponse
 
-from .ratelimit import readiness_status
+from .ratelimit_store import readiness_status
 
 # Where a worker records when it last ran beat's heartbeat task (core.tasks.heartbeat).
 HEARTBEAT_CACHE_KEY = "heartbeat:worker"

@@ -9,8 +9,8 @@ class RateLimitCounter(models.Model):
     """One rate-limit window of one bucket, for the embedded default (no ``REDIS_URL``).
 
     Updated only by one atomic ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` statement
-    (``core/ratelimit.py``), so concurrent requests in several web processes never lose a count.
-    Rows whose window has ended are reused in place and purged hourly by beat.
+    (``core/ratelimit_store.py``), so concurrent requests in several web processes never lose a
+    count. Rows whose window has ended are reused in place and purged hourly by beat.
     """
 
     key = models.CharField(max_length=200, primary_key=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from .health import record_heartbeat
-from .ratelimit import rate_limit_counters_purge
+from .ratelimit_store import rate_limit_counters_purge
 
 
 @shared_task(name="core.tasks.heartbeat", ignore_result=True, acks_late=False)

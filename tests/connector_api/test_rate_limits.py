@@ -15,8 +15,8 @@ from oauth2_provider.models import get_access_token_model, get_application_model
 from rest_framework.test import APIClient
 
 from connector_api.models import IdempotencyKey
-from core import ratelimit
-from core.ratelimit import RateLimiter, RedisStore
+from core import ratelimit_store
+from core.ratelimit_store import RateLimiter, RedisStore
 from reviews.models import Contact, ReviewRequest
 from tests.connector_api.conftest import rate_headers
 from tests.oauth_provider.conftest import OAuthFlow, basic_auth, post_form
@@ -385,9 +385,9 @@ def redis_server():
 def test_with_redis_down_the_api_keeps_serving_and_readyz_counts_it(
     monkeypatch, redis_server, api, client, limit
 ):
-    monkeypatch.setattr(ratelimit, "REDIS_BACKOFF_SECONDS", 0.2)
+    monkeypatch.setattr(ratelimit_store, "REDIS_BACKOFF_SECONDS", 0.2)
     # The limiter on the private server (the broker stays where it was: /readyz stays ready).
-    monkeypatch.setattr(ratelimit, "_limiter", RateLimiter(RedisStore(redis_server.url)))
+    monkeypatch.setattr(ratelimit_store, "_limiter", RateLimiter(RedisStore(redis_server.url)))
     assert rate_headers(api.get(ME))[1] == limit - 1
 
     redis_server.kill()

@@ -9,9 +9,9 @@ import time
 import pytest
 from django.db import connection
 
-from core import ratelimit
+from core import ratelimit_store
 from core.models import RateLimitCounter
-from core.ratelimit import DatabaseStore, RateLimiter, RedisStore, StoreUnavailable
+from core.ratelimit_store import DatabaseStore, RateLimiter, RedisStore, StoreUnavailable
 from tests.support.processes import free_port
 from tests.support.row_counts import statement_row_counts
 
@@ -65,7 +65,7 @@ def test_database_counter_rows_are_purged_once_their_window_ends():
     now = time.time()
     store.incr("rr:rl:old", window=60, now=now - 120)
     store.incr("rr:rl:current", window=3600, now=now)
-    assert ratelimit.rate_limit_counters_purge(now=now) == 1
+    assert ratelimit_store.rate_limit_counters_purge(now=now) == 1
     assert list(RateLimitCounter.objects.values_list("key", flat=True)) == ["rr:rl:current"]
 
 
@@ -76,7 +76,7 @@ def test_the_counter_purge_deletes_in_bounded_batches(settings):
     )
     RateLimitCounter.objects.create(key="rr:rl:current", count=1, reset_at=10**10)
     with statement_row_counts() as counts:
-        assert ratelimit.rate_limit_counters_purge(now=200) == 5
+        assert ratelimit_store.rate_limit_counters_purge(now=200) == 5
     assert max(counts) <= 2
     assert list(RateLimitCounter.objects.values_list("key", flat=True)) == ["rr:rl:current"]
 
@@ -91,7 +91,7 @@ def test_an_unreachable_redis_is_not_tried_again_until_the_back_off_ends(monkeyp
     with pytest.raises(StoreUnavailable, match="circuit open"):
         store.incr("k", window=60, now=time.time())
     assert len(calls) == 1
-    monkeypatch.setattr(ratelimit, "REDIS_BACKOFF_SECONDS", 0.0)
+    monkeypatch.setattr(ratelimit_store, "REDIS_BACKOFF_SECONDS", 0.0)
     store._open_until = 0.0
     with pytest.raises(StoreUnavailable, match="ConnectionError"):
         store.incr("k", window=60, now=time.time())

@@ -10,7 +10,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts import throttle
-from core.ratelimit import StoreUnavailable, network_of
+from core.ratelimit import network_of
+from core.ratelimit_store import StoreUnavailable
 
 
 class Command(BaseCommand):
