@@ -62,11 +62,18 @@ def test_a_send_on_the_worker_moves_the_sent_counter_the_web_serves(tmp_path):
             timeout=10,
         )
         assert response.status_code == 201, response.text
-        svc.wait_for(
-            lambda: sample(scrape(**auth).text, "rr_messages_total", **sent) == 1,
-            timeout=60,
-            what="the sent counter at 1",
-        )
+        task_done = {"task": "reviews.tasks.send_messages_task", "outcome": "success"}
+
+        def sent_and_task_done() -> bool:
+            # The task's outcome is counted after the send inside it: a scrape in between sees
+            # the message sent and the task still running.
+            text = scrape(**auth).text
+            return (
+                sample(text, "rr_messages_total", **sent) == 1
+                and sample(text, "rr_celery_tasks_total", **task_done) >= 1
+            )
+
+        svc.wait_for(sent_and_task_done, timeout=60, what="the sent counter at 1, its task done")
         text = scrape(**auth).text
 
     assert (
