@@ -110,6 +110,12 @@ class HooksApi(RateLimitedView, APIView):
     def post(self, request: Request, platform: str) -> Response:
         if not isinstance(request.data, dict):
             raise ParseError("The request body must be a JSON object.")
+        unknown = sorted(set(request.data) - set(HookInput().fields))
+        if unknown:
+            # A misspelt key ("targetUrl") must not subscribe something else than was meant.
+            raise serializers.ValidationError(
+                {unknown[0]: ["Unknown field: a subscription takes target_url and event only."]}
+            )
         serializer = HookInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:

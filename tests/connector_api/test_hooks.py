@@ -126,3 +126,15 @@ def test_bad_input_and_unsafe_targets_are_400_and_nothing_is_saved(api, body, fi
 def test_a_body_that_is_not_an_object_is_a_400(api):
     response = api.post(HOOKS, ["x"], format="json")
     assert response.status_code == 400 and response.json()["error"] == "invalid_request"
+
+
+def test_an_unknown_field_is_a_400_naming_it_and_subscribes_nothing(api):
+    response = api.post(
+        HOOKS,
+        {"target_url": TARGET, "event": "review_request.clicked", "fields": {}},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["error"] == "invalid_request" and "fields" in body["error_description"]
+    assert not WebhookSubscription.objects.exists()
