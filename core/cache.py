@@ -8,16 +8,30 @@ thing (a ``redis.Redis`` is thread-safe; connections come from the pool either w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient
+from redis import ConnectionPool, Redis
 
 
 class ReusingRedisCacheClient(RedisCacheClient):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._clients: dict[int, object] = {}
+    # Set by ``RedisCacheClient.__init__``; django-stubs declares only the public methods.
+    _servers: list[str]
+    _pools: dict[int, ConnectionPool]
+    _pool_class: type[ConnectionPool]
+    _pool_options: dict[str, Any]
+    _client: type[Redis]
+    _get_connection_pool_index: Callable[[bool], int]
 
-    def get_client(self, key=None, *, write=False):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, Redis] = {}
+
+    def get_client(
+        self, key: str | bytes | memoryview | None = None, *, write: bool = False
+    ) -> Redis:
         index = self._get_connection_pool_index(write)
         client = self._clients.get(index)
         if client is None:
@@ -30,6 +44,6 @@ class ReusingRedisCacheClient(RedisCacheClient):
 
 
 class RedisCache(DjangoRedisCache):
-    def __init__(self, server, params) -> None:
+    def __init__(self, server: str | list[str], params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = ReusingRedisCacheClient
