@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 
 def delete_in_batches(
-    queryset: QuerySet, *, batch_size: int | None = None
+    queryset: QuerySet[Model], *, batch_size: int | None = None
 ) -> tuple[int, dict[str, int]]:
     """Delete the rows of ``queryset`` a batch at a time, each batch in its own transaction.
 
@@ -25,7 +25,8 @@ def delete_in_batches(
         raise ValueError("batch_size must be at least 1")
     queryset = queryset.order_by()
     pks = queryset.values_list("pk", flat=True)
-    total, per_model = 0, {}
+    total = 0
+    per_model: dict[str, int] = {}
     while True:
         with transaction.atomic(using=queryset.db):
             batch = list(pks[:size])

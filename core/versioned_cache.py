@@ -23,12 +23,15 @@ import logging
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db.models import Model
 
 logger = logging.getLogger(__name__)
+
+_M = TypeVar("_M", bound=Model)
 
 
 def _generation_key(key: str) -> str:
@@ -93,7 +96,7 @@ def _bump(keys: list[str], ttl: int) -> None:
         )
 
 
-def model_values(instance, excluded: frozenset[str] = frozenset()) -> dict[str, Any]:
+def model_values(instance: Model, excluded: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A model instance's column values by attribute name: what a cache entry holds."""
     return {
         field.attname: getattr(instance, field.attname)
@@ -102,6 +105,6 @@ def model_values(instance, excluded: frozenset[str] = frozenset()) -> dict[str, 
     }
 
 
-def model_from_values(model, values: dict[str, Any]):
+def model_from_values(model: type[_M], values: dict[str, Any]) -> _M:
     """A model instance as if loaded from the database; fields not given stay deferred."""
     return model.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))
