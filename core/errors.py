@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template import loader
 from django.views import defaults
@@ -179,10 +180,10 @@ def exception_response(request: HttpRequest, exc: BaseException) -> JsonResponse
 class ApiErrorMiddleware:
     """Every ``/api/`` error is the JSON shape, whatever raised it and whatever ``DEBUG`` says."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         if (
             response.status_code >= 400
@@ -240,7 +241,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_exempt  # a 404 for every method: nothing here reads a session or changes anything
-def api_not_found(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
     """The last ``/api/`` route: any path no endpoint matches (``/api/zapier/nope``,
     ``/api/unknown-platform/me``) is a JSON 404 for every method, with ``DEBUG`` on or off,
     counted like any other request by the rate limiter."""

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Concatenate, ParamSpec, TypeVar
 
 from django.core.exceptions import DisallowedHost
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.clickjacking import xframe_options_deny
 
 # Nothing loads from anywhere but this origin; no page may frame it.
 STRICT_CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R", bound=HttpResponseBase)
 
 
 class NullOriginMiddleware:
@@ -33,10 +37,10 @@ class NullOriginMiddleware:
     cross-site posts, browsers without Fetch Metadata) is left alone, and Django rejects it.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         meta = request.META
         if meta.get("HTTP_ORIGIN") == "null" and meta.get("HTTP_SEC_FETCH_SITE") == "same-origin":
             try:
@@ -55,21 +59,23 @@ class FrameAncestorsMiddleware:
     authorization, login and error pages; nothing here is meant to be framed).
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", "frame-ancestors 'none'")
         return response
 
 
-def strict_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def strict_page(
+    view: Callable[Concatenate[HttpRequest, _P], _R],
+) -> Callable[Concatenate[HttpRequest, _P], _R]:
     """For pages that handle credentials (OAuth consent and errors): not frameable, no
     third-party anything, no Referer, never cached."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapped(request: HttpRequest, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         response = view(request, *args, **kwargs)
         response["Content-Security-Policy"] = STRICT_CSP
         response["Referrer-Policy"] = "no-referrer"
