@@ -17,21 +17,35 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 from django.utils.functional import cached_property
 
 # --- Keyset pages (newest first) ------------------------------------------------------------------
 
 
+class Positioned(Protocol):
+    """A row a cursor can point at: its ``created_at`` and its primary key."""
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def pk(self) -> Any: ...
+
+
+_M = TypeVar("_M", bound=Model)
+_Row = TypeVar("_Row", bound=Positioned)
+
+
 @dataclass(frozen=True)
-class KeysetPage:
+class KeysetPage(Generic[_Row]):
     """One page of rows, newest first, and the cursors of the pages around it (``""``: none)."""
 
-    object_list: Sequence[Any]
+    object_list: Sequence[_Row]
     newer: str = ""  # pass as ``before=`` for the page of newer rows
     older: str = ""  # pass as ``after=`` for the page of older rows
 
@@ -40,7 +54,7 @@ class KeysetPage:
         return bool(self.newer or self.older)
 
 
-def encode_cursor(row) -> str:
+def encode_cursor(row: Positioned) -> str:
     """An opaque cursor for the position of ``row`` (its ``created_at`` and primary key)."""
     raw = json.dumps([row.created_at.isoformat(), str(row.pk)], separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
@@ -60,7 +74,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID | int] | None:
         return None
 
 
-def keyset_slice(queryset: QuerySet, *, size: int, after: str = "", before: str = ""):
+def keyset_slice(
+    queryset: QuerySet[_M, _Row], *, size: int, after: str = "", before: str = ""
+) -> QuerySet[_M, _Row]:
     """The query of one keyset page: ``size + 1`` rows of ``queryset`` just older than the
     ``after`` cursor (newest first), just newer than ``before`` (oldest first), or the newest
     (``after`` and ``before`` empty or invalid). The extra row says whether there are more.
@@ -89,7 +105,9 @@ def keyset_slice(queryset: QuerySet, *, size: int, after: str = "", before: str 
     return queryset.order_by("-created_at", "-pk")[: size + 1]
 
 
-def keyset_page(queryset: QuerySet, *, size: int, after: str = "", before: str = "") -> KeysetPage:
+def keyset_page(
+    queryset: QuerySet[Model, _Row], *, size: int, after: str = "", before: str = ""
+) -> KeysetPage[_Row]:
     """The page of ``queryset`` (newest first by ``created_at``, then primary key) just older
     than the ``after`` cursor, just newer than ``before``, or the newest page. An invalid
     cursor, or a ``before`` page that reaches the newest row, gives the newest page."""
@@ -109,7 +127,7 @@ def keyset_page(queryset: QuerySet, *, size: int, after: str = "", before: str =
     return KeysetPage(rows[:size], older=encode_cursor(rows[size - 1]) if len(rows) > size else "")
 
 
-def capped_count(queryset: QuerySet, *, cap: int) -> tuple[int, bool]:
+def capped_count(queryset: QuerySet[Model], *, cap: int) -> tuple[int, bool]:
     """``(count, capped)``: the exact count up to ``cap``; ``(cap, True)`` when there are more.
     One query that reads at most ``cap + 1`` rows."""
     count = queryset.order_by()[: cap + 1].count()
@@ -124,7 +142,7 @@ EXACT_COUNT_CAP = 10_000
 MAX_ESTIMATED_PAGES = 100
 
 
-def planner_estimate(queryset: QuerySet) -> int | None:
+def planner_estimate(queryset: QuerySet[Model]) -> int | None:
     """The number of rows PostgreSQL's planner expects ``queryset`` to return (from the table
     statistics ``ANALYZE`` keeps: no row is read); ``None`` on other databases."""
     if connections[queryset.db].vendor != "postgresql":
@@ -133,13 +151,20 @@ def planner_estimate(queryset: QuerySet) -> int | None:
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
-class EstimatedCountPaginator(Paginator):
+if TYPE_CHECKING:
+    _ModelPaginator = Paginator[Model]
+else:  # Django's classes take no type arguments at runtime
+    _ModelPaginator = Paginator
+
+
+class EstimatedCountPaginator(_ModelPaginator):
     """Counts exactly up to ``EXACT_COUNT_CAP`` rows (a filtered or searched list, a small
     table: the number shown is right); past that, takes the planner's estimate instead of
     counting millions of rows for one number (``count_is_estimate`` says so), and offers at
     most ``MAX_ESTIMATED_PAGES`` pages of it. Use with ``show_full_result_count = False``,
     which drops the admin's second, unfiltered COUNT."""
 
+    object_list: QuerySet[Model]  # the admin's changelist pages a queryset
     count_is_estimate = False
 
     @cached_property
