@@ -7,22 +7,42 @@ block writes for the minutes a build takes; elsewhere (SQLite) they are ``AddInd
 ``migrate`` again.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from django.db import migrations
 
+if TYPE_CHECKING:
+    from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+    from django.db.migrations.state import ProjectState
 
-def _concurrently(schema_editor) -> dict:
+
+def _concurrently(schema_editor: BaseDatabaseSchemaEditor) -> dict[str, bool]:
     return {"concurrently": True} if schema_editor.connection.vendor == "postgresql" else {}
 
 
 class AddIndexOnline(migrations.AddIndex):
     """``AddIndex``, built ``CONCURRENTLY`` on PostgreSQL."""
 
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
         model = to_state.apps.get_model(app_label, self.model_name)
         if self.allow_migrate_model(schema_editor.connection.alias, model):
             schema_editor.add_index(model, self.index, **_concurrently(schema_editor))
 
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
         model = from_state.apps.get_model(app_label, self.model_name)
         if self.allow_migrate_model(schema_editor.connection.alias, model):
             schema_editor.remove_index(model, self.index, **_concurrently(schema_editor))
@@ -31,13 +51,25 @@ class AddIndexOnline(migrations.AddIndex):
 class RemoveIndexOnline(migrations.RemoveIndex):
     """``RemoveIndex``, dropped ``CONCURRENTLY`` on PostgreSQL."""
 
-    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
         model = from_state.apps.get_model(app_label, self.model_name)
         if self.allow_migrate_model(schema_editor.connection.alias, model):
             index = from_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
             schema_editor.remove_index(model, index, **_concurrently(schema_editor))
 
-    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
         model = to_state.apps.get_model(app_label, self.model_name)
         if self.allow_migrate_model(schema_editor.connection.alias, model):
             index = to_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
