@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 from gunicorn.glogging import Logger as GunicornBaseLogger
+
+if TYPE_CHECKING:
+    from wsgiref.types import WSGIEnvironment
 
 # Attributes every LogRecord has; anything else was passed through ``extra=`` and is logged.
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
@@ -73,7 +77,7 @@ def _task_name(record: logging.LogRecord) -> str | None:
     return None
 
 
-class GunicornLogger(GunicornBaseLogger):
+class GunicornLogger(GunicornBaseLogger):  # type: ignore[misc]  # gunicorn ships no types
     """Gunicorn's logs through ``JsonFormatter`` (``logger_class`` in config/gunicorn.py).
 
     Gunicorn's ``access_log_format`` is a %-template: a path with a quote or a backslash made a
@@ -82,14 +86,16 @@ class GunicornLogger(GunicornBaseLogger):
     the one the response carries in ``X-Request-ID``. The query string is left out (it may
     carry OAuth codes or tokens)."""
 
-    def setup(self, cfg) -> None:
+    def setup(self, cfg: object) -> None:
         super().setup(cfg)
         formatter = JsonFormatter()
         for log in (self.error_log, self.access_log):
             for handler in log.handlers:
                 handler.setFormatter(formatter)
 
-    def access(self, resp, req, environ, request_time) -> None:
+    def access(
+        self, resp: object, req: object, environ: WSGIEnvironment, request_time: timedelta
+    ) -> None:
         if not self.access_log_enabled:
             return
         atoms = self.atoms(resp, req, environ, request_time)

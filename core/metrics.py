@@ -19,9 +19,10 @@ from __future__ import annotations
 import hmac
 import os
 import time
+from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -79,7 +80,7 @@ def render_metrics() -> bytes:
     """Every process's metrics (multiprocess mode) or this one's, then the scrape-time ones."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         processes = CollectorRegistry()
-        multiprocess.MultiProcessCollector(processes)
+        multiprocess.MultiProcessCollector(processes)  # type: ignore[no-untyped-call]  # unannotated upstream
     else:
         processes = REGISTRY
     scraped = CollectorRegistry()
@@ -105,10 +106,10 @@ def _view_label(request: HttpRequest) -> str:
 class MetricsMiddleware:
     """Answers ``/metrics``; counts and times every other request by view and status."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path == METRICS_PATH:
             return self.metrics(request)
         started = time.perf_counter()
@@ -133,19 +134,19 @@ class MetricsMiddleware:
 # --- Celery task outcomes (connected by core.apps.CoreConfig.ready) ------------------------------
 
 
-def _task_name(sender) -> str:
+def _task_name(sender: object) -> str:
     return getattr(sender, "name", None) or str(sender)
 
 
-def _task_succeeded(sender=None, **kwargs) -> None:
+def _task_succeeded(sender: object = None, **kwargs: object) -> None:
     TASKS.labels(_task_name(sender), "success").inc()
 
 
-def _task_failed(sender=None, **kwargs) -> None:
+def _task_failed(sender: object = None, **kwargs: object) -> None:
     TASKS.labels(_task_name(sender), "failure").inc()
 
 
-def _task_retried(sender=None, **kwargs) -> None:
+def _task_retried(sender: object = None, **kwargs: object) -> None:
     TASKS.labels(_task_name(sender), "retry").inc()
 
 
