@@ -11,7 +11,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 
-class Error(serializers.Serializer):
+class Error(serializers.Serializer[dict[str, object]]):
     """The one error shape of the whole API."""
 
     error = serializers.CharField(help_text="Machine-readable error code, e.g. `not_found`.")
@@ -23,7 +23,9 @@ class Error(serializers.Serializer):
 class ValidationError(Error):
     """A 400 naming each offending field (in `fields` and in `error_description`)."""
 
-    fields = serializers.DictField(
+    # DRF's metaclass takes declared fields off the class, so this does not shadow
+    # ``Serializer.fields`` at runtime, which mypy cannot see.
+    fields = serializers.DictField(  # type: ignore[assignment]  # the API's field name
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
         help_text="Each offending field (or header) with its messages.",
@@ -79,6 +81,6 @@ def error_responses(*statuses: int, **overrides: OpenApiResponse) -> dict[int, O
     for status in sorted({*statuses, 429, 500, 503}):
         component, description = _ERRORS[status]
         responses[status] = OpenApiResponse(component, description=description)
-    for status, response in overrides.items():
-        responses[int(status.lstrip("_"))] = response
+    for name, response in overrides.items():
+        responses[int(name.lstrip("_"))] = response
     return dict(sorted(responses.items()))
