@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.http import HttpResponse
 
 from .errors import REQUEST_TOO_LARGE, error_response
+
+if TYPE_CHECKING:
+    from wsgiref.types import InputStream, StartResponse, WSGIApplication, WSGIEnvironment
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +45,7 @@ READ_SIZE = 64 * 1024
 DISCARD_LIMIT_BYTES = 32 * 1024 * 1024
 
 
-def _has_chunked_body(environ: dict) -> bool:
+def _has_chunked_body(environ: WSGIEnvironment) -> bool:
     return (
         bool(environ.get("wsgi.input_terminated"))
         and not environ.get("CONTENT_LENGTH")
@@ -49,7 +53,7 @@ def _has_chunked_body(environ: dict) -> bool:
     )
 
 
-def _read_body(stream, limit: int | None) -> bytes | None:
+def _read_body(stream: InputStream, limit: int | None) -> bytes | None:
     """The whole body, or ``None`` if it is longer than ``limit`` bytes (the rest discarded)."""
     pieces: list[bytes] = []
     size = 0
@@ -68,10 +72,10 @@ def _read_body(stream, limit: int | None) -> bytes | None:
 
 
 class ChunkedRequestBody:
-    def __init__(self, application: Callable) -> None:
+    def __init__(self, application: WSGIApplication) -> None:
         self.application = application
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if not _has_chunked_body(environ):
             return self.application(environ, start_response)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -84,7 +88,9 @@ class ChunkedRequestBody:
         return self.application(environ, start_response)
 
     @staticmethod
-    def _too_large(environ: dict, start_response: Callable, limit: int) -> Iterable[bytes]:
+    def _too_large(
+        environ: WSGIEnvironment, start_response: StartResponse, limit: int
+    ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         logger.warning(
             "chunked request body over %d bytes refused on %s %s",
@@ -92,6 +98,7 @@ class ChunkedRequestBody:
             environ.get("REQUEST_METHOD"),
             path,
         )
+        response: HttpResponse
         if path.startswith("/api/"):
             response = error_response(413, *REQUEST_TOO_LARGE)
         else:
