@@ -14,12 +14,14 @@ answered before host validation, HTTPS redirects, sessions or authentication run
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NotRequired, Required, TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 from .ratelimit_store import readiness_status
 
@@ -27,7 +29,26 @@ from .ratelimit_store import readiness_status
 HEARTBEAT_CACHE_KEY = "heartbeat:worker"
 
 
-def _check_database() -> dict:
+class CheckResult(TypedDict, total=False):
+    """One readiness check: whether it passed, and what was checked or why it failed."""
+
+    ok: Required[bool]
+    vendor: str  # the database's
+    transport: str  # the broker's
+    error: str  # a failed check's exception, shortened
+
+
+class Readiness(TypedDict):
+    """The body of ``/readyz``."""
+
+    status: str  # "ok" or "unavailable"
+    checks: dict[str, CheckResult]
+    worker_heartbeat_age_s: float | None
+    rate_limiter: Mapping[str, object]
+    failing: NotRequired[list[str]]  # the names of the failed checks, if any
+
+
+def _check_database() -> CheckResult:
     connection = connections["default"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
@@ -35,7 +56,7 @@ def _check_database() -> dict:
     return {"ok": True, "vendor": connection.vendor}
 
 
-def _check_broker() -> dict:
+def _check_broker() -> CheckResult:
     if settings.REDIS_URL:
         import redis
 
@@ -78,7 +99,7 @@ def _worker_heartbeat_age() -> float | None:
     return None if last is None else round(time.time() - float(last), 1)
 
 
-def _rate_limiter() -> dict:
+def _rate_limiter() -> Mapping[str, object]:
     """Information, never a failing check: the API fails open while its counter store is down
     (``unlimited_requests`` counts the requests this process served without a limit)."""
     try:
@@ -87,18 +108,21 @@ def _rate_limiter() -> dict:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
-READINESS_CHECKS = {"database": _check_database, "broker": _check_broker}
+READINESS_CHECKS: dict[str, Callable[[], CheckResult]] = {
+    "database": _check_database,
+    "broker": _check_broker,
+}
 
 
-def readiness() -> tuple[int, dict]:
-    checks: dict[str, dict] = {}
+def readiness() -> tuple[int, Readiness]:
+    checks: dict[str, CheckResult] = {}
     for name, check in READINESS_CHECKS.items():
         try:
             checks[name] = check()
         except Exception as exc:
             checks[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
     failing = [name for name, result in checks.items() if not result["ok"]]
-    body = {
+    body: Readiness = {
         "status": "unavailable" if failing else "ok",
         "checks": checks,
         "worker_heartbeat_age_s": _worker_heartbeat_age(),
@@ -110,10 +134,10 @@ def readiness() -> tuple[int, dict]:
 
 
 class HealthCheckMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if request.path == "/healthz":
             return JsonResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
         if request.path == "/readyz":
