@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from celery.app.trace import LOG_FAILURE, LOG_RECEIVED, LOG_RETRY, LOG_SUCCESS
@@ -15,10 +16,11 @@ SEND = "reviews.tasks.send_messages_task"
 
 
 def configured_filter() -> RoutineTaskFilter:
-    return RoutineTaskFilter(tasks=settings.LOGGING["filters"]["routine_tasks"]["tasks"])
+    logging_config: dict[str, Any] = settings.LOGGING  # a logging.config.dictConfig dict
+    return RoutineTaskFilter(tasks=logging_config["filters"]["routine_tasks"]["tasks"])
 
 
-def record(logger: str, level: int, msg: str, *args) -> logging.LogRecord:
+def record(logger: str, level: int, msg: object, *args: object) -> logging.LogRecord:
     """A record as Celery makes it: ``info(msg, context)`` or beat's positional arguments."""
     return logging.LogRecord(logger, level, __file__, 1, msg, args, None)
 

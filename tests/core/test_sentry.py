@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import sentry_sdk
 from django.core import mail
+from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
 from core.sentry import scrub_event, sentry_init
@@ -17,11 +19,11 @@ pytestmark = [pytest.mark.urls("tests.support.error_urls"), pytest.mark.django_d
 class RecordingTransport(Transport):
     """Sentry's network boundary: keeps the envelopes instead of posting them."""
 
-    def __init__(self, options=None):
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
 
-    def capture_envelope(self, envelope) -> None:
+    def capture_envelope(self, envelope: Envelope) -> None:
         for item in envelope.items:
             if item.type == "event":
                 self.events.append(json.loads(item.payload.get_bytes()))

@@ -129,7 +129,7 @@ def terminate_backend(pid: int) -> None:
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             gone = other.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
-            if gone.fetchone()[0] == 0:
+            if gone.fetchone() == (0,):
                 return
             time.sleep(0.02)
     raise AssertionError(f"backend {pid} still alive")
