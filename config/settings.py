@@ -8,44 +8,33 @@ Two modes run the same code and processes:
 * production/CI: ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` (broker, cache, rate limits) and
   provider credentials.
 
-Every variable is listed in ``.env.example`` and in the README's configuration table.
-Code reads ``settings.X``, never ``os.environ``.
+Every variable is listed in ``.env.example`` and in docs/configuration.md. Code reads
+``settings.X``, never ``os.environ``. The helpers that parse values live beside this file
+(config/env.py, config/backends.py, config/logging.py); every setting is assigned here.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
-import tomllib
-from email.utils import getaddresses
 from pathlib import Path
-from urllib.parse import urlsplit
 
-import environ
-from django.core.exceptions import ImproperlyConfigured
+from config import backends
+from config.env import (
+    admins,
+    env,
+    project_version,
+    require,
+    secret_env,
+    site_parts,
+    stored_secret_key,
+)
+from config.logging import logging_config, routine_tasks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-env = environ.Env()
 # A local .env (never committed) fills in what the real environment does not set.
 if (BASE_DIR / ".env").is_file():
     env.read_env(BASE_DIR / ".env")
-
-
-def secret_env(name: str, default: str = "") -> str:
-    """A secret from ``NAME``, or from the file ``NAME_FILE`` names (Docker and Kubernetes
-    secrets mount files, which keeps the value out of the process environment). Setting both
-    is an error; the file's trailing newline is dropped."""
-    path = env(f"{name}_FILE", default="")
-    if not path:
-        return env(name, default=default)
-    if env(name, default=""):
-        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
-    try:
-        return Path(path).read_text().rstrip("\r\n")
-    except OSError as exc:
-        raise ImproperlyConfigured(f"{name}_FILE: cannot read {path}: {exc}") from exc
-
 
 VAR_DIR = Path(env("VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -56,31 +45,19 @@ DEBUG = env.bool("DEBUG", default=False)
 # SITE_URL is the absolute base for links in messages (review page, unsubscribe, callbacks).
 PORT = env.int("PORT", default=8000)
 SITE_URL = env("SITE_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
-_site = urlsplit(SITE_URL)
-if _site.scheme not in ("http", "https") or not _site.hostname:
-    raise ImproperlyConfigured(f"SITE_URL must be an absolute http(s) URL, got {SITE_URL!r}")
+_site = site_parts(SITE_URL)
 HTTPS = _site.scheme == "https"
-
-
-def _embedded_secret_key() -> str:
-    """Generate the secret once and keep it under var/ so sessions survive restarts."""
-    path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
 
 DATABASE_URL = secret_env("DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
 SECRET_KEY = secret_env("SECRET_KEY")
 if not SECRET_KEY:
-    if DEBUG or EMBEDDED_DATABASE:
-        SECRET_KEY = _embedded_secret_key()
-    else:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is required when DEBUG is off and DATABASE_URL is set"
-        )
+    require(
+        DEBUG or EMBEDDED_DATABASE,
+        "SECRET_KEY is required when DEBUG is off and DATABASE_URL is set",
+    )
+    # Generated once under var/, so that sessions survive restarts.
+    SECRET_KEY = stored_secret_key(VAR_DIR / "secret_key")
 
 # Old keys, still accepted while sessions, reset links and client-secret hashes made under them
 # are replaced (a client's hash is re-made under SECRET_KEY at its next token request).
@@ -181,27 +158,8 @@ TEMPLATES = [
 ]
 
 # --- Database ------------------------------------------------------------------------------------
-DATABASES = {
-    "default": environ.Env.db_url_config(DATABASE_URL or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
-}
-_db = DATABASES["default"]
-if _db["ENGINE"] == "django.db.backends.sqlite3":
-    # Web, worker and beat are separate processes writing one file: WAL lets readers and one
-    # writer proceed together, IMMEDIATE takes the write lock at BEGIN (so a transaction waits
-    # for the busy timeout instead of failing on lock upgrade), and the timeout is the wait.
-    _db["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-        "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=20),
-    }
-    # A file, not :memory:, so that processes started by tests (worker, beat, gunicorn) share it.
-    _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-else:
-    _db["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-    _db["CONN_HEALTH_CHECKS"] = True
-    _db.setdefault("OPTIONS", {})
-    # Fail fast instead of hanging a worker when the database is unreachable.
-    _db["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5))
+# DATABASE_URL (PostgreSQL), else SQLite under VAR_DIR in WAL mode: config/backends.py.
+DATABASES = {"default": backends.database(DATABASE_URL, var_dir=VAR_DIR)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Rows each transaction of a housekeeping purge deletes (core.db.delete_in_batches; DOT's too).
@@ -246,44 +204,17 @@ STORAGES = {
 REDIS_URL = secret_env("REDIS_URL")
 
 if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "core.cache.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "rr",
-            # A dead Redis must not hang requests: short socket timeouts, callers fail open.
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
-        }
-    }
+    CACHES = {"default": backends.redis_cache(REDIS_URL)}
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        # Longer than any task's hard time limit; never used as a calendar (no long ETAs).
-        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=900),
-        "socket_connect_timeout": 2,
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = backends.redis_broker_options(
+        visibility_timeout=env.int("CELERY_VISIBILITY_TIMEOUT", default=900)
+    )
 else:
-    # A cache shared by web, worker and beat on one machine (local memory would be per process).
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "cache"),
-            # Past MAX_ENTRIES (300 by default) the file cache deletes a third of its files at
-            # random, generation keys of the token and settings caches among them
-            # (core/versioned_cache.py). Entries here are few and expire by their TTL.
-            "OPTIONS": {"MAX_ENTRIES": 100_000},
-        }
-    }
+    # Files under VAR_DIR shared by web, worker and beat: the cache and kombu's filesystem broker.
+    CACHES = {"default": backends.file_cache(VAR_DIR / "cache")}
     BROKER_DIR = Path(env("BROKER_DIR", default=str(VAR_DIR / "broker")))
-    for _sub in ("queue", "control", "processed"):
-        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://localhost/"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "queue"),
-        "data_folder_out": str(BROKER_DIR / "queue"),
-        "control_folder": str(BROKER_DIR / "control"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "store_processed": False,
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = backends.filesystem_broker_options(BROKER_DIR)
 
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_IGNORE_RESULT = True
@@ -307,7 +238,7 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # Beat re-reads its schedule at least this often (seconds).
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 # Beat sends the heartbeat this often (seconds); /readyz reports when a worker last ran it. The
-# whole schedule (CELERY_BEAT_SCHEDULE) is at the end of this file, after every setting it reads.
+# whole schedule (CELERY_BEAT_SCHEDULE) is near the end of this file, after every setting it reads.
 HEARTBEAT_INTERVAL = env.float("HEARTBEAT_INTERVAL", default=15.0)
 
 # --- Outgoing messages ---------------------------------------------------------------------------
@@ -319,18 +250,16 @@ SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 # smtp://user:pass@host:587?tls=1, smtp+ssl://user:pass@host:465) sets Django's SMTP backend,
 # host, port, login and TLS/SSL; an explicit EMAIL_BACKEND still wins.
 EMAIL_URL = secret_env("EMAIL_URL")
-_mail = environ.Env.email_url_config(EMAIL_URL) if EMAIL_URL else {}
+_smtp = backends.smtp(EMAIL_URL)
 EMAIL_BACKEND = env(
-    "EMAIL_BACKEND",
-    default=_mail.get("EMAIL_BACKEND", "reviews.channels.outbox.OutboxEmailBackend"),
+    "EMAIL_BACKEND", default=_smtp.backend or "reviews.channels.outbox.OutboxEmailBackend"
 )
-if _mail:
-    EMAIL_HOST = _mail["EMAIL_HOST"] or "localhost"
-    EMAIL_PORT = _mail["EMAIL_PORT"] or 25
-    EMAIL_HOST_USER = _mail["EMAIL_HOST_USER"] or ""
-    EMAIL_HOST_PASSWORD = _mail["EMAIL_HOST_PASSWORD"] or ""
-    EMAIL_USE_TLS = bool(_mail.get("EMAIL_USE_TLS") or _mail.get("OPTIONS", {}).get("TLS"))
-    EMAIL_USE_SSL = bool(_mail.get("EMAIL_USE_SSL") or _mail.get("OPTIONS", {}).get("SSL"))
+EMAIL_HOST = _smtp.host
+EMAIL_PORT = _smtp.port
+EMAIL_HOST_USER = _smtp.user
+EMAIL_HOST_PASSWORD = _smtp.password
+EMAIL_USE_TLS = _smtp.use_tls
+EMAIL_USE_SSL = _smtp.use_ssl
 EMAIL_FILE_PATH = str(OUTBOX_DIR)
 ANYMAIL = json.loads(secret_env("ANYMAIL", default="{}"))
 # E-mail the owner when a contact leaves private feedback (a Celery task, after commit).
@@ -477,7 +406,7 @@ SPECTACULAR_SETTINGS = {
 # --- Errors: mail to ADMINS, Sentry (core/sentry.py) ----------------------------------------------
 # ADMINS="Ops <ops@example.com>, oncall@example.com": Django mails them each server error (a
 # 500 of a page or of the API, logged by django.request) from SERVER_EMAIL through EMAIL_BACKEND.
-ADMINS = [(name, address) for name, address in getaddresses([env("ADMINS", default="")]) if address]
+ADMINS = admins(env("ADMINS", default=""))
 MANAGERS = ADMINS
 # --- Metrics (core/metrics.py) -------------------------------------------------------------------
 # /metrics answers Prometheus only with "Authorization: Bearer <METRICS_TOKEN>"; unset: 404.
@@ -489,35 +418,10 @@ SENTRY_DSN = secret_env("SENTRY_DSN")
 SENTRY_ENVIRONMENT = env("SENTRY_ENVIRONMENT", default="production")
 SENTRY_RELEASE = env(
     "SENTRY_RELEASE",
-    default=tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"],
+    default=project_version(BASE_DIR / "pyproject.toml"),
 )
 # Share of requests and tasks traced (performance monitoring); 0 sends errors only.
 SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)
-
-# --- Logging: one JSON object per line on stdout -------------------------------------------------
-LOG_LEVEL = env("LOG_LEVEL", default="INFO")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "core.request_id.RequestIdLogFilter"}},
-    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
-    "handlers": {
-        "stdout": {
-            "class": "logging.StreamHandler",
-            "stream": "ext://sys.stdout",
-            "formatter": "json",
-            "filters": ["request_id"],
-        }
-    },
-    "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
-    "loggers": {
-        "django.request": {"level": "ERROR", "propagate": True},
-        # Never log query parameters of OAuth requests at debug level.
-        "oauthlib": {"level": "WARNING", "propagate": True},
-        # django-oauth-toolkit logs the post-consent redirect (with its code) at debug level.
-        "oauth2_provider": {"level": "INFO", "propagate": True},
-    },
-}
 
 # --- Delivery engine (reviews): dispatcher, sends, retries, leases, webhooks ---------------------
 # Beat runs the dispatcher this often (seconds); add_contact also kicks it on commit.
@@ -528,8 +432,7 @@ DISPATCH_MAX_QUEUED = env.int("DISPATCH_MAX_QUEUED", default=500)
 # Most rows one send task carries (sent one after the other; a small dispatch is spread one row
 # per task): a backlog pays a task's worker overhead once per batch. 1 = a task per row.
 DELIVERY_SEND_BATCH = env.int("DELIVERY_SEND_BATCH", default=8)
-if DELIVERY_SEND_BATCH < 1:
-    raise ImproperlyConfigured("DELIVERY_SEND_BATCH must be at least 1.")
+require(DELIVERY_SEND_BATCH >= 1, "DELIVERY_SEND_BATCH must be at least 1.")
 # A dispatch task older than this is dropped by the worker (the next one does its work).
 DISPATCH_TASK_EXPIRES = max(10.0, DISPATCH_INTERVAL_SECONDS * 5)
 # Rejected-transient sends: retried with exponential backoff and jitter, this many attempts.
@@ -543,11 +446,11 @@ DELIVERY_SENDING_LEASE_SECONDS = env.int("DELIVERY_SENDING_LEASE_SECONDS", defau
 # Provider HTTP timeouts (seconds): connecting (nothing sent yet) and waiting for the answer.
 DELIVERY_CONNECT_TIMEOUT = env.float("DELIVERY_CONNECT_TIMEOUT", default=5.0)
 DELIVERY_READ_TIMEOUT = env.float("DELIVERY_READ_TIMEOUT", default=20.0)
-if DELIVERY_SENDING_LEASE_SECONDS <= CELERY_TASK_TIME_LIMIT:
-    raise ImproperlyConfigured(
-        "DELIVERY_SENDING_LEASE_SECONDS must be longer than CELERY_TASK_TIME_LIMIT, or a send "
-        "still running would be declared lost"
-    )
+require(
+    DELIVERY_SENDING_LEASE_SECONDS > CELERY_TASK_TIME_LIMIT,
+    "DELIVERY_SENDING_LEASE_SECONDS must be longer than CELERY_TASK_TIME_LIMIT, or a send "
+    "still running would be declared lost",
+)
 # Provider calls in flight at once per worker process (threads pool; reviews.services.sending.
 # ProviderSlot): spare threads record outcomes and start the next sends meanwhile. 0: no cap
 # beyond the thread count. A send takes its slot before claiming its row; one that gets none
@@ -555,12 +458,12 @@ if DELIVERY_SENDING_LEASE_SECONDS <= CELERY_TASK_TIME_LIMIT:
 DELIVERY_PROVIDER_CONCURRENCY = env.int("DELIVERY_PROVIDER_CONCURRENCY", default=0)
 DELIVERY_PROVIDER_WAIT_SECONDS = env.float("DELIVERY_PROVIDER_WAIT_SECONDS", default=10.0)
 _PROVIDER_WAIT = DELIVERY_PROVIDER_WAIT_SECONDS if DELIVERY_PROVIDER_CONCURRENCY > 0 else 0.0
-if _PROVIDER_WAIT + DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT >= CELERY_TASK_SOFT_TIME_LIMIT:
-    raise ImproperlyConfigured(
-        "DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT (+ DELIVERY_PROVIDER_WAIT_SECONDS with "
-        "DELIVERY_PROVIDER_CONCURRENCY set) must be below CELERY_TASK_SOFT_TIME_LIMIT: a send "
-        "stopped by the time limit mid-call has an unknown outcome"
-    )
+require(
+    _PROVIDER_WAIT + DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT < CELERY_TASK_SOFT_TIME_LIMIT,
+    "DELIVERY_CONNECT_TIMEOUT + DELIVERY_READ_TIMEOUT (+ DELIVERY_PROVIDER_WAIT_SECONDS with "
+    "DELIVERY_PROVIDER_CONCURRENCY set) must be below CELERY_TASK_SOFT_TIME_LIMIT: a send "
+    "stopped by the time limit mid-call has an unknown outcome",
+)
 ANYMAIL.setdefault("REQUESTS_TIMEOUT", (DELIVERY_CONNECT_TIMEOUT, DELIVERY_READ_TIMEOUT))
 # The SMTP backend's socket timeout (Django's default waits forever).
 EMAIL_TIMEOUT = DELIVERY_READ_TIMEOUT
@@ -586,8 +489,6 @@ OPT_OUT_AUDIT_RETENTION_DAYS = env.int("OPT_OUT_AUDIT_RETENTION_DAYS", default=1
 # Dispatch tasks travel on their own queue, which every worker also consumes (Procfile), so a
 # dispatch kick is picked up at once instead of waiting behind the send tasks it refills.
 CELERY_TASK_ROUTES = {"reviews.tasks.dispatch_due_messages": {"queue": "dispatch"}}
-# Twilio's client logs every request and response (headers, bodies with phone numbers) at INFO.
-LOGGING["loggers"]["twilio.http_client"] = {"level": "WARNING", "propagate": True}
 
 # --- Outgoing webhooks (events app): REST hooks to automation platforms ---------------------------
 # Allow http:// targets and loopback/private addresses: local development and tests ONLY (a
@@ -653,16 +554,9 @@ CELERY_BEAT_SCHEDULE = {
     "purge-events": {"task": "events.tasks.purge_events", "schedule": 86400.0},
 }
 
-# Celery's INFO lines about each run of a periodic task that runs more often than once a minute
-# (beat sending it, the worker receiving it, its success) are left out: three lines every two
-# seconds for the dispatcher's sweep alone. Their failures, retries and own lines stay;
-# LOG_LEVEL=DEBUG shows them all (core.logs.RoutineTaskFilter).
-LOGGING["filters"]["routine_tasks"] = {
-    "()": "core.logs.RoutineTaskFilter",
-    "tasks": sorted(
-        entry["task"]
-        for entry in CELERY_BEAT_SCHEDULE.values()
-        if isinstance(entry["schedule"], int | float) and entry["schedule"] < 60
-    ),
-}
-LOGGING["handlers"]["stdout"]["filters"].append("routine_tasks")
+# --- Logging: one JSON object per line on stdout (config/logging.py) -----------------------------
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+# Celery's INFO lines about each run of a task the schedule above runs more often than once a
+# minute are left out (three lines every two seconds for the dispatcher's sweep alone); their
+# failures and retries stay, and LOG_LEVEL=DEBUG shows them all (core.logs.RoutineTaskFilter).
+LOGGING = logging_config(level=LOG_LEVEL, routine_tasks=routine_tasks(CELERY_BEAT_SCHEDULE))

@@ -4,13 +4,16 @@ secret) live in ``events.services``; docs/events.md describes what is then deliv
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, ParseError
+from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from connector_api.lookups import owned_or_404, token_owner
 from connector_api.permissions import TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
@@ -23,7 +26,7 @@ from events.services import (
 )
 
 
-class HookInput(serializers.Serializer):
+class HookInput(serializers.Serializer[dict[str, Any]]):
     target_url = serializers.CharField(
         max_length=2000,
         help_text="Where to POST the events: an `https://` URL on the public internet.",
@@ -31,7 +34,7 @@ class HookInput(serializers.Serializer):
     event = serializers.ChoiceField(choices=EventType.values, help_text="The event type.")
 
 
-class HookCreated(serializers.Serializer):
+class HookCreated(serializers.Serializer[dict[str, Any]]):
     id = serializers.UUIDField()
     event = serializers.ChoiceField(choices=EventType.values)
     target_url = serializers.CharField()
@@ -41,7 +44,7 @@ class HookCreated(serializers.Serializer):
     created_at = serializers.CharField()
 
 
-class Hook(serializers.Serializer):
+class Hook(serializers.Serializer[dict[str, Any]]):
     id = serializers.UUIDField()
     event = serializers.ChoiceField(choices=EventType.values)
     target_url = serializers.CharField()
@@ -50,12 +53,12 @@ class Hook(serializers.Serializer):
     disabled_at = serializers.CharField(allow_null=True)
 
 
-class HookList(serializers.Serializer):
+class HookList(serializers.Serializer[dict[str, Any]]):
     results = Hook(many=True)
     next = serializers.CharField(allow_null=True, help_text="Always `null`: one page.")
 
 
-def hook_body(subscription: WebhookSubscription) -> dict:
+def hook_body(subscription: WebhookSubscription) -> dict[str, Any]:
     return {
         "id": str(subscription.pk),
         "event": subscription.event,
@@ -120,7 +123,7 @@ class HooksApi(RateLimitedView, APIView):
         serializer.is_valid(raise_exception=True)
         try:
             subscription = webhook_subscription_create(
-                owner=request.user, **serializer.validated_data
+                owner=token_owner(request), **serializer.validated_data
             )
         except SubscriptionRefused as exc:
             key = exc.field or "non_field_errors"
@@ -142,7 +145,9 @@ class HooksApi(RateLimitedView, APIView):
         responses={200: HookList, **error_responses(401, 403)},
     )
     def get(self, request: Request, platform: str) -> Response:
-        hooks = WebhookSubscription.objects.filter(owner=request.user).order_by("-created_at")
+        hooks = WebhookSubscription.objects.filter(owner=token_owner(request)).order_by(
+            "-created_at"
+        )
         return Response({"results": [hook_body(h) for h in hooks], "next": None})
 
 
@@ -164,6 +169,10 @@ class HookApi(RateLimitedView, APIView):
         },
     )
     def delete(self, request: Request, platform: str, hook_id: str) -> Response:
-        if not webhook_subscription_delete(owner=request.user, subscription_id=hook_id):
-            raise NotFound("No such hook.")
+        owner = token_owner(request)
+        hook = owned_or_404(
+            WebhookSubscription.objects.all(), owner=owner, pk=hook_id, not_found="No such hook."
+        )
+        # Deleted meanwhile by a parallel call: gone all the same.
+        webhook_subscription_delete(owner=owner, subscription_id=hook.pk)
         return Response(status=204)

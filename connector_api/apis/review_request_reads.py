@@ -20,11 +20,11 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from connector_api.lookups import owned_or_404, token_owner
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.pagination import PageQuerySerializer, page
 from connector_api.permissions import TokenHasRequiredScopes
@@ -34,7 +34,6 @@ from core.ratelimit import RateLimitedView
 from core.times import iso_utc
 from reviews import selectors
 from reviews.models import ReviewRequest
-from reviews.normalize import is_uuid
 from reviews.representations import review_request_object
 from reviews.services import CancelRefused, review_request_cancel
 
@@ -50,16 +49,12 @@ REQUEST_ID = OpenApiParameter(
 def owned_request(request: Request, request_id: str) -> ReviewRequest:
     """The token owner's request ``request_id`` with its contact; 404 otherwise (someone
     else's request included: its existence is not revealed)."""
-    found = None
-    if is_uuid(request_id):
-        found = (
-            ReviewRequest.objects.filter(owner=request.user, pk=request_id)
-            .select_related("contact")
-            .first()
-        )
-    if found is None:
-        raise NotFound(NOT_FOUND)
-    return found
+    return owned_or_404(
+        ReviewRequest.objects.select_related("contact"),
+        owner=token_owner(request),
+        pk=request_id,
+        not_found=NOT_FOUND,
+    )
 
 
 class ReviewRequestListApi(RateLimitedView, APIView):
@@ -82,7 +77,7 @@ class ReviewRequestListApi(RateLimitedView, APIView):
         )
 
     @extend_schema_serializer(component_name="ReviewRequestPage")
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[dict[str, Any]]):
         results = ReviewRequestSerializer(many=True)
         next = serializers.CharField(
             allow_null=True, help_text="The cursor of the next page; `null` on the last one."
@@ -111,13 +106,15 @@ class ReviewRequestListApi(RateLimitedView, APIView):
         query.is_valid(raise_exception=True)
         params = query.validated_data
         requests = selectors.review_requests_of(
-            owner=request.user, status=params.get("status", ""), changed_since=params["since"]
+            owner=token_owner(request),
+            status=params.get("status", ""),
+            changed_since=params["since"],
         )
         items, next_cursor = page(requests, limit=params["limit"], cursor=params["cursor"])
         return Response({"results": [review_request_object(r) for r in items], "next": next_cursor})
 
 
-class TimelineEventSerializer(serializers.Serializer):
+class TimelineEventSerializer(serializers.Serializer[dict[str, Any]]):
     at = serializers.CharField(help_text="ISO 8601 UTC.")
     kind = serializers.CharField(
         help_text="`added`, `sent`, `delivered`, `unknown`, `failed`, `cancelled`, `clicked`, "

@@ -1,7 +1,7 @@
 'use strict';
 
 const { apiUrl } = require('../config');
-const { handleErrors } = require('../middleware');
+const { errorBody, throwForError } = require('../lib/errors');
 
 const perform = async (z, bundle) => {
   const id = String(bundle.inputData.review_request_id || '').trim();
@@ -11,13 +11,11 @@ const perform = async (z, bundle) => {
     headers: { accept: 'application/json' },
     skipThrowForStatus: true,
   });
-  if (response.status === 409) {
+  const body = errorBody(response);
+  if (response.status === 409 && body.error === 'already_ended') {
     // Already ended (clicked, completed, failed, opted out or cancelled, perhaps by a retry of
     // this very step): nothing left to cancel. A soft stop with the service's explanation.
-    const body = response.data || {};
-    if (body.error === 'already_ended') {
-      throw new z.errors.HaltedError(body.error_description);
-    }
+    throw new z.errors.HaltedError(body.error_description);
   }
   if (response.status === 404) {
     throw new z.errors.Error(
@@ -27,7 +25,7 @@ const perform = async (z, bundle) => {
       404,
     );
   }
-  return handleErrors(Object.assign(response, { skipThrowForStatus: false }), z).data;
+  return throwForError(response, z).data;
 };
 
 module.exports = {

@@ -4,7 +4,7 @@
 // with performList reading the list endpoint for the Zap editor's sample and test step.
 
 const { apiUrl } = require('../config');
-const { handleErrors } = require('../middleware');
+const { throwForError } = require('./errors');
 const { OUTPUT_FIELDS, itemFromEvent, listOutcomes } = require('./outcomes');
 
 const hookTrigger = ({ key, noun, label, description, eventType, status, kinds, detailLabel, sample }) => {
@@ -28,7 +28,7 @@ const hookTrigger = ({ key, noun, label, description, eventType, status, kinds, 
       skipThrowForStatus: true,
     });
     if (response.status !== 404) {
-      handleErrors(Object.assign(response, { skipThrowForStatus: false }), z);
+      throwForError(response, z);
     }
     return {};
   };
