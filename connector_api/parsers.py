@@ -39,8 +39,8 @@ class JSONParser(parsers.JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:  # any JSON value (a list too): views check that a body is the object they take
-        # get_encoding is DRF's (3.18.3) but missing from its stubs (3.18.1).
-        encoding: str = parsers.get_encoding(parser_context or {})  # type: ignore[attr-defined]
+        get_encoding = parsers.get_encoding  # type: ignore[attr-defined]  # missing from the stubs
+        encoding: str = get_encoding(parser_context or {})
         try:
             text = stream.read().decode(encoding)
         except UnicodeDecodeError as exc:
