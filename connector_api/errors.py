@@ -11,6 +11,7 @@ that never reach DRF are answered in the same shape by ``core.errors``.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
@@ -57,7 +58,7 @@ def _validation_body(detail: object) -> dict[str, object]:
     return error_body("invalid_request", "Invalid request. " + " ".join(parts), fields=fields)
 
 
-def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -68,10 +69,13 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return None  # a bug: Django's 500 handling (and the API's JSON 500) take it from here
 
     headers: dict[str, str] = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
-    if getattr(exc, "wait", None) is not None:
-        headers["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
+    # Set by DRF on authentication failures (APIView.handle_exception), and by throttles.
+    auth_header: str | None = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait: float | None = getattr(exc, "wait", None)
+    if wait is not None:
+        headers["Retry-After"] = str(max(1, int(wait + 0.999)))
 
     if isinstance(exc, ApiError):
         body = error_body(exc.error, exc.description, **exc.extra)

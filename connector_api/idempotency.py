@@ -36,7 +36,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import User
@@ -44,6 +43,7 @@ from core.db import delete_in_batches
 from core.errors import ApiError
 
 from .models import IdempotencyKey
+from .permissions import AuthenticatedRequest
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -59,7 +59,9 @@ def ttl() -> timedelta:
     return timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
 
 
-def idempotent(request: Request, *, endpoint: str, handler: Callable[[], Response]) -> Response:
+def idempotent(
+    request: AuthenticatedRequest, *, endpoint: str, handler: Callable[[], Response]
+) -> Response:
     """Run ``handler`` at most once per (user, ``Idempotency-Key``); no header: just run it.
 
     With a key: claim it, then run ``handler`` and store its response in one transaction, so
@@ -150,7 +152,8 @@ def idempotency_key_claim(
             f"This {HEADER} was already used with a different request body. Use a new key "
             "for a different request.",
         )
-    if row.state == IdempotencyKey.State.DONE:
+    # A done row always has its status: idempotency_key_complete stores both in one UPDATE.
+    if row.state == IdempotencyKey.State.DONE and row.response_status is not None:
         return Claim(row, replay=(row.response_status, json.loads(row.response_body)))
     if row.locked_at <= now - STALE_AFTER:
         # The first run died without storing a response: take the claim over, unless another

@@ -8,10 +8,24 @@ from django.conf import settings
 from django.db import connection, models
 from django.utils import timezone
 
+from accounts.models import User
+
+# The columns a claim inserts (``IdempotencyKeyManager.claim``).
+_CLAIM_FIELDS = (
+    "owner",
+    "key",
+    "endpoint",
+    "fingerprint",
+    "state",
+    "response_body",
+    "created_at",
+    "locked_at",
+)
+
 
 class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
     def claim(
-        self, *, owner: models.Model, key: str, endpoint: str, fingerprint: str, now: datetime
+        self, *, owner: User, key: str, endpoint: str, fingerprint: str, now: datetime
     ) -> IdempotencyKey | None:
         """Insert the claim (``in_progress``) for (owner, key); ``None`` when that key exists.
 
@@ -34,13 +48,14 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
             created_at=now,
             locked_at=now,
         )
-        fields = [self.model._meta.get_field(name) for name in (
-            "owner", "key", "endpoint", "fingerprint", "state", "response_body", "created_at",
-            "locked_at")]  # fmt: skip
+        concrete = {field.name: field for field in self.model._meta.concrete_fields}
+        fields = [concrete[name] for name in _CLAIM_FIELDS]
         qn = connection.ops.quote_name
+        # Every concrete field has a column (``column`` is None only on fields without one).
+        columns = [qn(field.column) for field in fields if field.column is not None]
         sql = (
             f"INSERT INTO {qn(self.model._meta.db_table)} "
-            f"({', '.join(qn(field.column) for field in fields)}) "
+            f"({', '.join(columns)}) "
             f"VALUES ({', '.join(['%s'] * len(fields))}) "
             f"ON CONFLICT ({qn('owner_id')}, {qn('key')}) DO NOTHING RETURNING {qn('id')}"
         )

@@ -13,12 +13,16 @@ Served at ``/api/schema/`` (docs page ``/api/docs/``) and committed as ``docs/op
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal, NotRequired, TypedDict
 
 from django.conf import settings
 from drf_spectacular.contrib.django_oauth_toolkit import DjangoOAuthToolkitScheme
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.request import Request
 
 from connector_api.permissions import TokenHasRequiredScopes
 from core.openapi import Error
@@ -74,7 +78,7 @@ def _contact_field_schema(spec: ContactField) -> dict[str, Any]:
     return schema
 
 
-def _contact_request_serializer() -> type[serializers.Serializer]:
+def _contact_request_serializer() -> type[serializers.Serializer[None]]:
     fields = {
         spec.key: extend_schema_field(_contact_field_schema(spec))(
             type(f"{spec.key}_field", (serializers.Field,), {})
@@ -99,7 +103,7 @@ ContactRequest = _contact_request_serializer()
 # Documents the one review-request object (reviews.representations.review_request_object builds
 # every body: the API's answers and the events' data); it never renders anything itself.
 @extend_schema_serializer(component_name="ReviewRequest")
-class ReviewRequestSerializer(serializers.Serializer):
+class ReviewRequestSerializer(serializers.Serializer[dict[str, Any]]):
     """The review request as the API contract names it (docs/api.md): the answer of a create
     and of a cancel, an item of the list, the top of one request's detail, a contact's latest."""
 
@@ -113,13 +117,32 @@ class ReviewRequestSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
-class InputField(serializers.Serializer):
+class InputFieldSpec(TypedDict):
+    """One Zapier input field (``PlainInputFieldSchema``) as the fields endpoint answers it."""
+
+    key: str
+    label: str
+    type: Literal["string", "integer"]
+    required: bool
+    helpText: str  # Zapier's key
+    placeholder: NotRequired[str]
+    default: NotRequired[str]
+    dict: NotRequired[bool]
+
+
+class InputFieldsBody(TypedDict):
+    fields: list[InputFieldSpec]
+
+
+# DRF's metaclass takes declared fields out of the class body, so a field may bear the name of a
+# serializer attribute (``label``, ``required``, ``fields``); the stubs see a clash.
+class InputField(serializers.Serializer[InputFieldSpec]):
     """One Zapier input field (`PlainInputFieldSchema`)."""
 
     key = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.label
     type = serializers.ChoiceField(choices=["string", "integer"])
-    required = serializers.BooleanField()
+    required = serializers.BooleanField()  # type: ignore[assignment]  # not Field.required
     helpText = serializers.CharField()  # Zapier's key
     placeholder = serializers.CharField(required=False)
     default = serializers.CharField(
@@ -128,20 +151,23 @@ class InputField(serializers.Serializer):
     dict = serializers.BooleanField(required=False, help_text="On `metadata`: key/value input.")
 
 
-class InputFieldsResponse(serializers.Serializer):
-    fields = InputField(many=True)
+class InputFieldsResponse(serializers.Serializer[InputFieldsBody]):
+    fields = InputField(many=True)  # type: ignore[assignment]  # a field, not .fields
 
 
 # --- Authentication ---------------------------------------------------------------------------
 
 
-class OAuth2Scheme(DjangoOAuthToolkitScheme):
+class OAuth2Scheme(DjangoOAuthToolkitScheme):  # type: ignore[no-untyped-call]  # registry hook
     """Our bearer-token authentication (a subclass of DOT's): the `oauth2` security scheme with
-    the authorization code flow, and each operation's scopes from its permission class."""
+    the authorization code flow, and each operation's scopes from its permission class.
+
+    Subclassing registers the extension (drf-spectacular's ``__init_subclass__``, which is not
+    annotated: hence the ``type: ignore`` above)."""
 
     target_class = "oauth_provider.authentication.OAuth2Authentication"
 
-    def get_security_requirement(self, auto_schema):
+    def get_security_requirement(self, auto_schema: AutoSchema) -> dict[str, list[str]]:
         view = auto_schema.view
         for permission in view.get_permissions():
             if isinstance(permission, TokenHasRequiredScopes):
@@ -152,7 +178,11 @@ class OAuth2Scheme(DjangoOAuthToolkitScheme):
 # --- Hooks --------------------------------------------------------------------------------------
 
 
-def preprocess_platform_paths(endpoints: list[tuple]) -> list[tuple]:
+# What drf-spectacular hands a preprocessing hook: (path, path regex, method, view callback).
+Endpoint = tuple[str, str, str, Callable[..., Any]]
+
+
+def preprocess_platform_paths(endpoints: list[Endpoint]) -> list[Endpoint]:
     """Document ``/api/{platform}/...`` as the default platform's concrete paths."""
     slug = settings.CONNECTOR_PLATFORMS[0]
     return [
@@ -225,7 +255,9 @@ def _header_ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/headers/{name}"}
 
 
-def postprocess(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+def postprocess(
+    result: dict[str, Any], generator: SchemaGenerator, request: Request | None, public: bool
+) -> dict[str, Any]:
     """Description, the OAuth endpoints, and the headers every response carries."""
     limit = settings.RATE_LIMIT_PER_HOUR
     result["info"]["description"] = DESCRIPTION.format(
@@ -387,7 +419,7 @@ def _form_body(schema: str) -> dict[str, Any]:
 
 
 def _oauth_paths(slug: str) -> dict[str, Any]:
-    client_auth: list[dict[str, list]] = [{}]  # client credentials in the body or HTTP Basic
+    client_auth: list[dict[str, list[str]]] = [{}]  # client credentials in the body or HTTP Basic
     return {
         f"/api/oauth/{slug}/token": {
             "post": {

@@ -12,8 +12,9 @@ import binascii
 import json
 import uuid
 from datetime import datetime
+from typing import Protocol, TypeVar
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework import serializers
 
 DEFAULT_LIMIT = 25
@@ -21,7 +22,23 @@ MAX_LIMIT = 100
 BAD_CURSOR = "Is not a cursor this API returned; pass the `next` value of the previous page."
 
 
-def encode_cursor(item: Model) -> str:
+class Dated(Protocol):
+    """What a paged row has: its position in the ``-created_at, -id`` order."""
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def pk(self) -> uuid.UUID: ...
+
+
+# A paged row. Bound to Dated, not to Model (the bound of QuerySet's parameter): typing has no
+# "a Model that is also Dated", so ``page`` sets that bound aside once, and mypy still checks at
+# each call that the model has ``created_at`` and a UUID ``pk``.
+_Row = TypeVar("_Row", bound=Dated)
+
+
+def encode_cursor(item: Dated) -> str:
     raw = json.dumps([item.created_at.isoformat(), str(item.pk)], separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
@@ -39,7 +56,12 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     return position
 
 
-def page(queryset: QuerySet, *, limit: int, cursor: str = "") -> tuple[list, str | None]:
+def page(
+    queryset: QuerySet[_Row],  # type: ignore[type-var]  # models that are Dated: see _Row
+    *,
+    limit: int,
+    cursor: str = "",
+) -> tuple[list[_Row], str | None]:
     """One page of ``queryset`` (ordered ``-created_at, -id``) after ``cursor``: the items and
     the next page's cursor (``None`` on the last page)."""
     if cursor:
@@ -53,7 +75,7 @@ def page(queryset: QuerySet, *, limit: int, cursor: str = "") -> tuple[list, str
     return items, None
 
 
-class PageQuerySerializer(serializers.Serializer):
+class PageQuerySerializer(serializers.Serializer[None]):
     """``limit`` and ``cursor`` query parameters of every list endpoint."""
 
     limit = serializers.IntegerField(

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from typing import IO, Any
 
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
@@ -31,8 +33,14 @@ def _finite_float(text: str) -> float:
 
 
 class JSONParser(parsers.JSONParser):
-    def parse(self, stream, media_type=None, parser_context=None):
-        encoding = parsers.get_encoding(parser_context or {})
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # any JSON value (a list too): views check that a body is the object they take
+        get_encoding = parsers.get_encoding  # type: ignore[attr-defined]  # missing from the stubs
+        encoding: str = get_encoding(parser_context or {})
         try:
             text = stream.read().decode(encoding)
         except UnicodeDecodeError as exc:

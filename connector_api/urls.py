@@ -4,7 +4,7 @@ Paths have no trailing slash, exactly as docs/api.md writes them: a slash-append
 redirect would break Zapier, which refuses redirects to loopback hosts.
 """
 
-from django.urls import path
+from django.urls import URLPattern, path
 
 from connector_api.apis.connection import MeApi, StatusApi
 from connector_api.apis.contacts import ContactLookupApi
@@ -18,7 +18,7 @@ from connector_api.apis.review_requests import SendReviewRequestApi, SendReviewR
 
 app_name = "connector_api"
 
-urlpatterns: list = [
+urlpatterns: list[URLPattern] = [
     path("me", MeApi.as_view(), name="me"),
     path("status", StatusApi.as_view(), name="status"),
     path("hooks", HooksApi.as_view(), name="hooks"),

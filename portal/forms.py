@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 import zoneinfo
 from functools import cache
+from typing import Any
 
 import phonenumbers
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import Field, Model
 
+from accounts.models import User
 from reviews.models import MAX_FOLLOW_UPS, BusinessSettings, MessageTemplate, ReviewRequest
 from reviews.normalize import MAX_DELAY_HOURS
 
@@ -67,19 +70,29 @@ class RequestFilterForm(PortalForm):
 # --- Business settings ----------------------------------------------------------------------------
 
 
+Choice = tuple[str, str]  # (value, label)
+ChoiceGroup = tuple[str, list[Choice]]  # (group label, its choices): an <optgroup>
+
+
 @cache
-def time_zone_choices() -> list[tuple[str, str]]:
+def time_zone_groups() -> list[ChoiceGroup]:
     """Canonical IANA zones (Region/City), grouped by region as a <select> shows them."""
     zones = sorted(
         z
         for z in zoneinfo.available_timezones()
         if "/" in z and not z.startswith(("Etc/", "SystemV/", "US/", "posix/", "right/"))
     )
-    groups: dict[str, list[tuple[str, str]]] = {}
+    groups: dict[str, list[Choice]] = {}
     for zone in zones:
         region = zone.partition("/")[0]
         groups.setdefault(region, []).append((zone, zone.replace("_", " ")))
-    return [("UTC", "UTC"), *groups.items()]
+    return list(groups.items())
+
+
+@cache
+def time_zone_choices() -> list[Choice | ChoiceGroup]:
+    """UTC, then the canonical zones grouped by region."""
+    return [("UTC", "UTC"), *time_zone_groups()]
 
 
 @cache
@@ -97,7 +110,7 @@ class FollowUpOffsetsField(forms.CharField):
     """Follow-up times as people write them: days, comma-separated ("3, 7"), or hours with an
     ``h`` ("36h"); stored as whole hours after the first message (``[72, 168]``)."""
 
-    def to_python(self, value) -> list[int]:
+    def to_python(self, value: Any) -> list[int]:  # type: ignore[override]  # hours, not text
         text = (super().to_python(value) or "").strip()
         if not text:
             return []
@@ -113,14 +126,17 @@ class FollowUpOffsetsField(forms.CharField):
             hours.append(number if unit == "h" else number * 24)
         return hours
 
-    def prepare_value(self, value) -> str:
+    def prepare_value(self, value: Any) -> str:
         if isinstance(value, list):
             return ", ".join(str(h // 24) if h % 24 == 0 else f"{h}h" for h in value)
         return value or ""
 
 
-def _help(model, name: str) -> str:
-    return str(model._meta.get_field(name).help_text)
+def _help(model: type[Model], name: str) -> str:
+    """The model field's help text, so that the form says what the model does."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)  # a field of the model's own, not a reverse relation
+    return str(field.help_text)
 
 
 class BusinessSettingsForm(PortalForm):
@@ -207,17 +223,19 @@ class BusinessSettingsForm(PortalForm):
         help_text="Every private feedback is also listed on the Feedback page.",
     )
 
-    def __init__(self, *args, current_time_zone: str = "UTC", **kwargs):
+    def __init__(self, *args: Any, current_time_zone: str = "UTC", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         zones = time_zone_choices()
-        known = {z for group in zones[1:] for z, _ in group[1]} | {"UTC"}
+        known = {z for _, group in time_zone_groups() for z, _ in group} | {"UTC"}
         if current_time_zone not in known:  # a legacy name set by staff stays selectable
             zones = [(current_time_zone, current_time_zone), *zones]
-        self.fields["time_zone"].choices = zones
-        self.fields["default_region"].choices = region_choices()
+        time_zone, region = self.fields["time_zone"], self.fields["default_region"]
+        assert isinstance(time_zone, forms.ChoiceField) and isinstance(region, forms.ChoiceField)
+        time_zone.choices = zones
+        region.choices = region_choices()
 
     @staticmethod
-    def initial_for(owner, policy: BusinessSettings) -> dict:
+    def initial_for(owner: User, policy: BusinessSettings) -> dict[str, object]:
         initial = {
             name: getattr(owner, name) for name in ("business_name", "time_zone", "default_region")
         }
@@ -264,7 +282,7 @@ class MessageTemplateForm(PortalForm):
         strip=False,
     )
 
-    def __init__(self, *args, channel: str, **kwargs):
+    def __init__(self, *args: Any, channel: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if channel != "email":
             del self.fields["subject"]

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import overload
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.template.response import SimpleTemplateResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
+
+from accounts.models import User
 
 # Scripts and styles from this origin only (one stylesheet, one small script, no inline code);
 # forms post here only; nothing may frame a portal page.
@@ -29,18 +33,33 @@ PREVIEW_CSP = PORTAL_CSP.replace(
 )
 
 
-def owner_page(
-    view: Callable[..., HttpResponse] | None = None, *, csp: str = PORTAL_CSP
-) -> Callable[..., HttpResponse]:
-    """Decorate a portal view: logged-in owners only (others go to the login page), rendered
-    in the owner's time zone, ``Cache-Control: no-store``, the portal's CSP."""
+class OwnerRequest(HttpRequest):
+    """The request an ``owner_page`` view receives: a logged-in owner's, so ``user`` is a
+    ``User``. For annotations only: the object is Django's ``HttpRequest``."""
 
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    user: User
+
+
+View = Callable[..., HttpResponse]
+
+
+@overload
+def owner_page(view: View, *, csp: str = ...) -> View: ...
+@overload
+def owner_page(view: None = None, *, csp: str = ...) -> Callable[[View], View]: ...
+def owner_page(view: View | None = None, *, csp: str = PORTAL_CSP) -> View | Callable[[View], View]:
+    """Decorate a portal view: logged-in owners only (others go to the login page), rendered
+    in the owner's time zone, ``Cache-Control: no-store``, the portal's CSP.
+
+    ``@owner_page`` or ``@owner_page(csp=...)``; the view takes an ``OwnerRequest``, the
+    decorated view any request."""
+
+    def decorate(view: View) -> View:
         @wraps(view)
-        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        def wrapped(request: OwnerRequest, *args: object, **kwargs: object) -> HttpResponse:
             with timezone.override(request.user.tzinfo):
                 response = view(request, *args, **kwargs)
-                if hasattr(response, "render") and not response.is_rendered:
+                if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
                     response.render()  # inside the owner's time zone
             response["Content-Security-Policy"] = csp
             return response

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import TypedDict
+from uuid import UUID
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import User
 from connector_api.openapi import StatusError
-from connector_api.permissions import TokenHasRequiredScopes
+from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from oauth_provider.models import Connection
@@ -21,7 +26,7 @@ class MeApi(RateLimitedView, APIView):
     required_scopes = ["read"]
 
     @extend_schema_serializer(component_name="User")
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[User]):
         id = serializers.UUIDField()
         email = serializers.EmailField()
         business_name = serializers.CharField()
@@ -33,8 +38,20 @@ class MeApi(RateLimitedView, APIView):
         tags=["Connection"],
         responses={200: OutputSerializer, **error_responses(401, 403)},
     )
-    def get(self, request, platform: str) -> Response:
+    def get(self, request: AuthenticatedRequest, platform: str) -> Response:
         return Response(self.OutputSerializer(request.user).data)
+
+
+class ConnectionStatus(TypedDict):
+    """The body of ``GET /status`` before rendering (``StatusApi.OutputSerializer``)."""
+
+    active: bool
+    auth_type: str
+    user_id: UUID
+    scopes: list[str]
+    expires_at: datetime
+    created_at: datetime
+    last_used_at: datetime | None
 
 
 class StatusApi(RateLimitedView, APIView):
@@ -45,7 +62,7 @@ class StatusApi(RateLimitedView, APIView):
     """
 
     @extend_schema_serializer(component_name="ConnectionStatus")
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[ConnectionStatus]):
         active = serializers.BooleanField()
         auth_type = serializers.CharField()
         user_id = serializers.UUIDField()
@@ -70,10 +87,10 @@ class StatusApi(RateLimitedView, APIView):
             ),
         },
     )
-    def get(self, request, platform: str) -> Response:
+    def get(self, request: AuthenticatedRequest, platform: str) -> Response:
         token = request.auth
         connection = Connection.objects.for_access_token(token)
-        status = {
+        status: ConnectionStatus = {
             "active": True,
             "auth_type": "oauth",
             "user_id": request.user.pk,

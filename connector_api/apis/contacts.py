@@ -8,17 +8,16 @@ region), so any format that would match an existing contact when adding finds it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_serializer
 from rest_framework import serializers
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
-from connector_api.permissions import TokenHasRequiredScopes
+from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from core.times import iso_utc
@@ -28,7 +27,30 @@ from reviews.normalize import normalize_email, normalize_phone
 from reviews.representations import review_request_object
 
 
-class ContactSerializer(serializers.Serializer):
+class ContactBody(TypedDict):
+    """A contact as the API shows it (``ContactSerializer`` documents it)."""
+
+    id: str
+    name: str
+    first_name: str
+    last_name: str
+    company_name: str
+    email: str | None
+    phone: str | None
+    sms_opted_out: bool
+    email_opted_out: bool
+    created_at: str
+    latest_review_request: dict[str, Any] | None
+
+
+class ContactPage(TypedDict):
+    """The lookup's answer: one page of contacts (``ContactLookupApi.OutputSerializer``)."""
+
+    results: list[ContactBody]
+    next: None
+
+
+class ContactSerializer(serializers.Serializer[ContactBody]):
     id = serializers.CharField()
     name = serializers.CharField(allow_blank=True, help_text="First and last name.")
     first_name = serializers.CharField(allow_blank=True)
@@ -44,7 +66,7 @@ class ContactSerializer(serializers.Serializer):
     )
 
 
-def contact_body(contact: Contact) -> dict[str, Any]:
+def contact_body(contact: Contact) -> ContactBody:
     latest = selectors.review_request_latest(contact=contact)
     return {
         "id": str(contact.id),
@@ -69,7 +91,7 @@ class ContactLookupApi(RateLimitedView, APIView):
     permission_classes = [TokenHasRequiredScopes]
     required_scopes = ["read"]
 
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(serializers.Serializer[None]):
         email = serializers.CharField(
             required=False,
             default="",
@@ -102,7 +124,7 @@ class ContactLookupApi(RateLimitedView, APIView):
             return found
 
     @extend_schema_serializer(component_name="ContactPage")
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[ContactPage]):
         results = ContactSerializer(many=True)
         next = serializers.CharField(allow_null=True, help_text="Always `null`: one page.")
 
@@ -140,10 +162,11 @@ class ContactLookupApi(RateLimitedView, APIView):
             )
         ],
     )
-    def get(self, request: Request, platform: str) -> Response:
+    def get(self, request: AuthenticatedRequest, platform: str) -> Response:
         query = self.QuerySerializer(
             data=request.query_params, context={"default_region": request.user.default_region}
         )
         query.is_valid(raise_exception=True)
         contacts = selectors.contacts_find(owner=request.user, **query.validated_data)
-        return Response({"results": [contact_body(c) for c in contacts], "next": None})
+        body: ContactPage = {"results": [contact_body(c) for c in contacts], "next": None}
+        return Response(body)

@@ -7,6 +7,9 @@ so the page's Content-Security-Policy allows scripts from this origin only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponseBase
 from django.utils.decorators import method_decorator
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -19,8 +22,8 @@ DOCS_CSP = (
 )
 
 
-def _docs_headers(view):
-    def wrapped(request, *args, **kwargs):
+def _docs_headers(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponseBase:
         response = view(request, *args, **kwargs)
         response["Content-Security-Policy"] = DOCS_CSP
         response["Referrer-Policy"] = "no-referrer"

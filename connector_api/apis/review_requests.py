@@ -18,7 +18,6 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -26,10 +25,12 @@ from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
 from connector_api.openapi import (
     REVIEW_REQUEST_EXAMPLE,
     ContactRequest,
+    InputFieldsBody,
+    InputFieldSpec,
     InputFieldsResponse,
     ReviewRequestSerializer,
 )
-from connector_api.permissions import TokenHasRequiredScopes
+from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
@@ -46,7 +47,7 @@ class SendReviewRequestApi(RateLimitedView, APIView):
     permission_classes = [TokenHasRequiredScopes]
     required_scopes = ["write"]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[None]):
         """The body, parsed once by the service's own parser (``clean_contact_input``): every
         accepted key, unknown keys ignored, each bad field named in one 400. No declared
         fields: a serializer field per key parsed everything a second time and deep-copied
@@ -108,12 +109,12 @@ class SendReviewRequestApi(RateLimitedView, APIView):
         },
         examples=[REVIEW_REQUEST_EXAMPLE],
     )
-    def post(self, request: Request, platform: str) -> Response:
+    def post(self, request: AuthenticatedRequest, platform: str) -> Response:
         if not isinstance(request.data, dict):
             raise ParseError("The request body must be a JSON object.")
         return idempotent(request, endpoint=ENDPOINT, handler=lambda: self._add(request))
 
-    def _add(self, request: Request) -> Response:
+    def _add(self, request: AuthenticatedRequest) -> Response:
         serializer = self.InputSerializer(
             data=request.data, context={"default_region": request.user.default_region}
         )
@@ -144,12 +145,15 @@ class SendReviewRequestFieldsApi(RateLimitedView, APIView):
         tags=["Contacts"],
         responses={200: InputFieldsResponse, **error_responses(401, 403)},
     )
-    def get(self, request: Request, platform: str) -> Response:
+    def get(self, request: AuthenticatedRequest, platform: str) -> Response:
         policy = BusinessSettings.for_owner(request.user)
-        return Response({"fields": input_fields(default_delay_hours=policy.default_delay_hours)})
+        body: InputFieldsBody = {
+            "fields": input_fields(default_delay_hours=policy.default_delay_hours)
+        }
+        return Response(body)
 
 
-def input_fields(*, default_delay_hours: int) -> list[dict[str, Any]]:
+def input_fields(*, default_delay_hours: int) -> list[InputFieldSpec]:
     """Each accepted key as a Zapier ``PlainInputFieldSchema`` object.
 
     Zapier's rules: ``key`` required; ``type`` from its list; ``default`` and ``placeholder``
@@ -158,7 +162,7 @@ def input_fields(*, default_delay_hours: int) -> list[dict[str, Any]]:
     """
     fields = []
     for spec in CONTACT_FIELDS:
-        field: dict[str, Any] = {
+        field: InputFieldSpec = {
             "key": spec.key,
             "label": spec.label,
             "type": "integer" if spec.kind == FieldKind.HOURS else "string",

@@ -3,16 +3,18 @@
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def leave_room_for_hot_updates(apps, schema_editor):
+def leave_room_for_hot_updates(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Every key is updated once (its stored response) right after it is inserted: free space
     on the page lets PostgreSQL do that as a HOT update, without touching the indexes."""
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute("ALTER TABLE connector_api_idempotencykey SET (fillfactor = 75)")
 
 
-def reset_fillfactor(apps, schema_editor):
+def reset_fillfactor(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute("ALTER TABLE connector_api_idempotencykey RESET (fillfactor)")
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 import phonenumbers
 from django import template
+from django.template import Context
 from django.utils import timezone
 from django.utils.timesince import timesince
 
@@ -15,7 +16,7 @@ register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
-def review_site_missing(context) -> bool:
+def review_site_missing(context: Context) -> bool:
     """Whether the logged-in business lists no review site, so its review requests wait
     (``{% review_site_missing as no_site %}``; cached with its settings, no query)."""
     user = context["request"].user

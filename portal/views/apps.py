@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -13,12 +13,12 @@ from oauth_provider import services as oauth_services
 from oauth_provider.models import Connection
 
 from .. import selectors
-from ..pages import owner_page
+from ..pages import OwnerRequest, owner_page
 
 
 @owner_page
 @require_http_methods(["GET", "HEAD"])
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: OwnerRequest) -> HttpResponse:
     return render(
         request,
         "portal/apps.html",
@@ -28,7 +28,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @owner_page
 @require_http_methods(["GET", "HEAD", "POST"])
-def disconnect(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def disconnect(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation; POST revokes every token of this connection at once (the
     app's next API call gets 401). Another owner's connection is a 404."""
     connection = get_object_or_404(

@@ -12,16 +12,19 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.models import User
 from reviews import merge_fields, services
 from reviews.models import MAX_FOLLOW_UPS, BusinessSettings, Channel, MessageTemplate, ReviewSite
 from reviews.rendering import default_file, preview_message
 
 from ..forms import BusinessSettingsForm, MessageTemplateForm, ReviewSiteForm
-from ..pages import PREVIEW_CSP, owner_page
+from ..pages import PREVIEW_CSP, OwnerRequest, owner_page
 from ..templatetags.portal import after_first
 
 
-def _render(request: HttpRequest, template: str, tab: str, context: dict) -> HttpResponse:
+def _render(
+    request: HttpRequest, template: str, tab: str, context: dict[str, object]
+) -> HttpResponse:
     return render(request, template, {"section": "settings", "tab": tab, **context})
 
 
@@ -30,7 +33,7 @@ def _render(request: HttpRequest, template: str, tab: str, context: dict) -> Htt
 
 @owner_page
 @require_http_methods(["GET", "HEAD", "POST"])
-def business(request: HttpRequest) -> HttpResponse:
+def business(request: OwnerRequest) -> HttpResponse:
     owner = request.user
     if request.method == "POST":
         form = BusinessSettingsForm(request.POST, current_time_zone=owner.time_zone)
@@ -56,13 +59,13 @@ def business(request: HttpRequest) -> HttpResponse:
 # --- Review sites ---------------------------------------------------------------------------------
 
 
-def _sites(owner) -> list[ReviewSite]:
+def _sites(owner: User) -> list[ReviewSite]:
     return list(ReviewSite.objects.filter(owner=owner).order_by("position", "created_at"))
 
 
 @owner_page
 @require_http_methods(["GET", "HEAD", "POST"])
-def sites(request: HttpRequest) -> HttpResponse:
+def sites(request: OwnerRequest) -> HttpResponse:
     """The owner's review sites in the order contacts see them, and a form to add one."""
     owner = request.user
     form = ReviewSiteForm(request.POST or None)
@@ -88,7 +91,7 @@ def sites(request: HttpRequest) -> HttpResponse:
 
 @owner_page
 @require_POST
-def site_move(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def site_move(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     offset = {"up": -1, "down": 1}.get(request.POST.get("direction", ""))
     if offset is None:
         return redirect("portal:sites")
@@ -99,7 +102,7 @@ def site_move(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @owner_page
 @require_POST
-def site_remove(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def site_remove(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     site = ReviewSite.objects.filter(owner=request.user, pk=pk).first()
     if site is None or not services.review_site_remove(owner=request.user, site_id=pk):
         raise Http404("No such review site.")
@@ -122,7 +125,7 @@ def _step_label(step: int, offsets: list[int]) -> tuple[str, str]:
 
 @owner_page
 @require_http_methods(["GET", "HEAD"])
-def message_list(request: HttpRequest) -> HttpResponse:
+def message_list(request: OwnerRequest) -> HttpResponse:
     """Every step of the owner's plan, per channel: their own wording or the default."""
     owner = request.user
     offsets = BusinessSettings.for_owner(owner).follow_up_offsets_hours
@@ -159,7 +162,7 @@ def _default_wording(channel: str, step: int) -> dict[str, str]:
 
 @owner_page(csp=PREVIEW_CSP)
 @require_http_methods(["GET", "HEAD", "POST"])
-def message_edit(request: HttpRequest, channel: str, step: int) -> HttpResponse:
+def message_edit(request: OwnerRequest, channel: str, step: int) -> HttpResponse:
     """Edit one message; "Preview" renders the draft for a sample contact through the real send
     path (with the SMS segment count) without saving, "Save" stores it."""
     _editable(channel, step)
@@ -206,7 +209,11 @@ def message_edit(request: HttpRequest, channel: str, step: int) -> HttpResponse:
 
 
 def _save(
-    request: HttpRequest, draft: MessageTemplate, *, saved: MessageTemplate | None, default: dict
+    request: OwnerRequest,
+    draft: MessageTemplate,
+    *,
+    saved: MessageTemplate | None,
+    default: dict[str, str],
 ) -> HttpResponse:
     same_as_default = draft.body == default["body"] and draft.subject == default.get("subject", "")
     if saved is None and same_as_default:
@@ -225,7 +232,7 @@ def _save(
 
 @owner_page
 @require_POST
-def message_reset(request: HttpRequest, channel: str, step: int) -> HttpResponse:
+def message_reset(request: OwnerRequest, channel: str, step: int) -> HttpResponse:
     _editable(channel, step)
     if services.message_template_reset(owner=request.user, channel=channel, step=step):
         messages.success(request, "Back to the default wording.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
@@ -11,14 +11,14 @@ from core.pagination import keyset_page
 from reviews.models import BusinessSettings
 
 from .. import selectors
-from ..pages import owner_page
+from ..pages import OwnerRequest, owner_page
 
 PAGE_SIZE = 25
 
 
 @owner_page
 @require_http_methods(["GET", "HEAD"])
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: OwnerRequest) -> HttpResponse:
     """Every private feedback on the owner's requests, in keyset pages (``?after=`` /
     ``?before=`` an opaque cursor), each linking to its request."""
     page = keyset_page(

@@ -16,7 +16,7 @@ from reviews.models import ReviewRequest
 
 from .. import selectors
 from ..forms import RequestFilterForm
-from ..pages import owner_page
+from ..pages import OwnerRequest, owner_page
 
 PAGE_SIZE = 25
 # Counted up to this many, then shown as "1,000+": counting a million rows is no use to anyone.
@@ -71,7 +71,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _owned_request(request: HttpRequest, pk: uuid.UUID) -> ReviewRequest:
+def _owned_request(request: OwnerRequest, pk: uuid.UUID) -> ReviewRequest:
     """The owner's request, or 404: another owner's id is indistinguishable from no id."""
     return get_object_or_404(
         ReviewRequest.objects.select_related("contact"), pk=pk, owner=request.user
@@ -80,7 +80,7 @@ def _owned_request(request: HttpRequest, pk: uuid.UUID) -> ReviewRequest:
 
 @owner_page
 @require_http_methods(["GET", "HEAD"])
-def detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def detail(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     review_request = _owned_request(request, pk)
     review_request.owner = request.user
     messages = list(review_request.messages.order_by("step"))
@@ -102,7 +102,7 @@ def detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @owner_page
 @require_http_methods(["GET", "HEAD", "POST"])
-def cancel(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def cancel(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation; POST stops the request (unsent messages are cancelled)."""
     review_request = _owned_request(request, pk)
     if request.method == "POST":

@@ -7,7 +7,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
@@ -15,12 +15,12 @@ from events.models import WebhookSubscription
 from events.services import webhook_subscription_delete
 
 from .. import selectors
-from ..pages import owner_page
+from ..pages import OwnerRequest, owner_page
 
 
 @owner_page
 @require_http_methods(["GET", "HEAD"])
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: OwnerRequest) -> HttpResponse:
     return render(
         request,
         "portal/webhooks.html",
@@ -35,7 +35,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @owner_page
 @require_http_methods(["GET", "HEAD", "POST"])
-def remove(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def remove(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation; POST deletes the subscription (an app that forgot to
     unsubscribe). Another owner's subscription is a 404."""
     hook = get_object_or_404(WebhookSubscription, pk=pk, owner=request.user)

@@ -53,7 +53,9 @@ def test_times_are_shown_in_the_owners_time_zone(browser, owner):
 
 
 def older_link(response) -> str:
-    return re.search(r'<a href="([^"]*)" rel="next">Older', response.content.decode())[1]
+    link = re.search(r'<a href="([^"]*)" rel="next">Older', response.content.decode())
+    assert link, "no link to older requests"
+    return link[1]
 
 
 def test_the_list_is_paged_25_at_a_time_by_cursor_and_keeps_the_filters(browser, owner):

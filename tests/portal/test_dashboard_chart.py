@@ -4,7 +4,7 @@ for long periods), drawn as SVG with its numbers in a table for screen readers."
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -19,7 +19,9 @@ COLUMNS = ["Added", "Sent", "Clicked", "Opted out"]
 def table(response) -> dict[date, list[int]]:
     """The chart's accessible table as {first day of the point: [added, sent, ...]}."""
     html = response.content.decode()
-    body = re.search(r'data-testid="activity-table">(.*?)</table>', html, re.S)[1]
+    found = re.search(r'data-testid="activity-table">(.*?)</table>', html, re.S)
+    assert found, "no activity table"
+    body = found[1]
     head = re.findall(r'<th scope="col">([^<]*)</th>', body)
     assert head[1:] == COLUMNS
     rows = {}
@@ -36,9 +38,7 @@ def activity(owner):
     today = timezone.localdate(timezone=owner.tzinfo)
 
     def noon(days_ago: int):
-        local = timezone.datetime.combine(
-            today - timedelta(days=days_ago), timezone.datetime.min.time()
-        )
+        local = datetime.combine(today - timedelta(days=days_ago), datetime.min.time())
         return timezone.make_aware(local.replace(hour=12), owner.tzinfo)
 
     a = add_request(owner, first_name="A", email="a@example.com", created_at=noon(5))
