@@ -1,4 +1,4 @@
-"""Who a request acts for, and the one rule for an id in an API path.
+"""The one rule for an id in an API path.
 
 An id in the path is looked up among the token owner's own rows only: a malformed id, an id
 that does not exist and another owner's id are the same 404, so that no owner learns what
@@ -10,22 +10,12 @@ from __future__ import annotations
 from typing import TypeVar
 
 from django.db.models import Model, QuerySet
-from rest_framework.exceptions import NotAuthenticated, NotFound
-from rest_framework.request import Request
+from rest_framework.exceptions import NotFound
 
 from accounts.models import User
 from reviews.normalize import is_uuid
 
 M = TypeVar("M", bound=Model)
-
-
-def token_owner(request: Request) -> User:
-    """The owner the request's access token acts for (a 401 when there is none, which the
-    views' permission classes already refuse)."""
-    user = request.user
-    if not isinstance(user, User):
-        raise NotAuthenticated()
-    return user
 
 
 def owned_or_404(queryset: QuerySet[M], *, owner: User, pk: str, not_found: str) -> M:

@@ -9,12 +9,11 @@ from typing import Any
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.lookups import owned_or_404, token_owner
-from connector_api.permissions import TokenHasRequiredScopes
+from connector_api.lookups import owned_or_404
+from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from core.times import iso_utc
@@ -110,7 +109,7 @@ class HooksApi(RateLimitedView, APIView):
             ),
         ],
     )
-    def post(self, request: Request, platform: str) -> Response:
+    def post(self, request: AuthenticatedRequest, platform: str) -> Response:
         if not isinstance(request.data, dict):
             raise ParseError("The request body must be a JSON object.")
         unknown = sorted(set(request.data) - set(HookInput().fields))
@@ -123,7 +122,7 @@ class HooksApi(RateLimitedView, APIView):
         serializer.is_valid(raise_exception=True)
         try:
             subscription = webhook_subscription_create(
-                owner=token_owner(request), **serializer.validated_data
+                owner=request.user, **serializer.validated_data
             )
         except SubscriptionRefused as exc:
             key = exc.field or "non_field_errors"
@@ -144,10 +143,8 @@ class HooksApi(RateLimitedView, APIView):
         tags=["Hooks"],
         responses={200: HookList, **error_responses(401, 403)},
     )
-    def get(self, request: Request, platform: str) -> Response:
-        hooks = WebhookSubscription.objects.filter(owner=token_owner(request)).order_by(
-            "-created_at"
-        )
+    def get(self, request: AuthenticatedRequest, platform: str) -> Response:
+        hooks = WebhookSubscription.objects.filter(owner=request.user).order_by("-created_at")
         return Response({"results": [hook_body(h) for h in hooks], "next": None})
 
 
@@ -168,8 +165,8 @@ class HookApi(RateLimitedView, APIView):
             **error_responses(401, 403, 404),
         },
     )
-    def delete(self, request: Request, platform: str, hook_id: str) -> Response:
-        owner = token_owner(request)
+    def delete(self, request: AuthenticatedRequest, platform: str, hook_id: str) -> Response:
+        owner = request.user
         hook = owned_or_404(
             WebhookSubscription.objects.all(), owner=owner, pk=hook_id, not_found="No such hook."
         )

@@ -20,14 +20,13 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from rest_framework import serializers
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.lookups import owned_or_404, token_owner
+from connector_api.lookups import owned_or_404
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.pagination import PageQuerySerializer, page
-from connector_api.permissions import TokenHasRequiredScopes
+from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.errors import ApiError
 from core.openapi import Error, error_responses
 from core.ratelimit import RateLimitedView
@@ -46,12 +45,12 @@ REQUEST_ID = OpenApiParameter(
 )
 
 
-def owned_request(request: Request, request_id: str) -> ReviewRequest:
+def owned_request(request: AuthenticatedRequest, request_id: str) -> ReviewRequest:
     """The token owner's request ``request_id`` with its contact; 404 otherwise (someone
     else's request included: its existence is not revealed)."""
     return owned_or_404(
         ReviewRequest.objects.select_related("contact"),
-        owner=token_owner(request),
+        owner=request.user,
         pk=request_id,
         not_found=NOT_FOUND,
     )
@@ -100,13 +99,13 @@ class ReviewRequestListApi(RateLimitedView, APIView):
             )
         ],
     )
-    def get(self, request: Request, platform: str) -> Response:
+    def get(self, request: AuthenticatedRequest, platform: str) -> Response:
         # A plain dict: a blank parameter (`status=`) is a bad value, not an absent one.
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params = query.validated_data
         requests = selectors.review_requests_of(
-            owner=token_owner(request),
+            owner=request.user,
             status=params.get("status", ""),
             changed_since=params["since"],
         )
@@ -157,7 +156,7 @@ class ReviewRequestDetailApi(RateLimitedView, APIView):
         parameters=[REQUEST_ID],
         responses={200: ReviewRequestDetailSerializer, **error_responses(401, 403, 404)},
     )
-    def get(self, request: Request, platform: str, request_id: str) -> Response:
+    def get(self, request: AuthenticatedRequest, platform: str, request_id: str) -> Response:
         return Response(detail_body(owned_request(request, request_id)))
 
 
@@ -193,7 +192,7 @@ class ReviewRequestCancelApi(RateLimitedView, APIView):
         },
         examples=[REVIEW_REQUEST_EXAMPLE],
     )
-    def post(self, request: Request, platform: str, request_id: str) -> Response:
+    def post(self, request: AuthenticatedRequest, platform: str, request_id: str) -> Response:
         found = owned_request(request, request_id)
         try:
             cancelled = review_request_cancel(
