@@ -65,11 +65,12 @@ def main() -> int:
         from reviews.services import contacts_import
         from tests.factories import ReviewSiteFactory, UserFactory
 
-        owner = UserFactory(email="bench@example.com", business_name="Bench Co")
+        owner = UserFactory.create(email="bench@example.com", business_name="Bench Co")
         ReviewSiteFactory(owner=owner)  # a business that sends (without one, requests wait)
         BusinessSettings.objects.create(owner=owner)
         raw = make_csv(args.rows)
-        print(f"{args.rows} rows, {len(raw) / 1024:.0f} KiB, PostgreSQL {connection.pg_version}")
+        version = ".".join(str(part) for part in connection.get_database_version())
+        print(f"{args.rows} rows, {len(raw) / 1024:.0f} KiB, PostgreSQL {version}")
         for dry_run in (True, False):
             started = time.perf_counter()
             report = contacts_import(owner=owner, raw=raw, dry_run=dry_run)

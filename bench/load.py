@@ -35,15 +35,26 @@ _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
 
 def _ms(value: str) -> float:
-    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", value.strip()).groups()
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", value.strip())
+    if match is None:
+        raise ValueError(f"not a wrk duration: {value!r}")
+    number, unit = match.groups()
     return float(number) * _UNITS[unit]
 
 
+def _wrk_line(pattern: str, output: str) -> str:
+    """The first group of ``pattern`` (multiline) in wrk's output, which always prints it."""
+    match = re.search(pattern, output, re.M)
+    if match is None:
+        raise ValueError(f"no {pattern!r} in wrk's output")
+    return match.group(1)
+
+
 def parse_wrk(output: str, name: str) -> LoadResult:
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
-    p50 = _ms(re.search(r"^\s+50%\s+(\S+)", output, re.M).group(1))
-    p99 = _ms(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1))
-    total = int(re.search(r"(\d+) requests in", output).group(1))
+    rps = float(_wrk_line(r"Requests/sec:\s+([\d.]+)", output))
+    p50 = _ms(_wrk_line(r"^\s+50%\s+(\S+)", output))
+    p99 = _ms(_wrk_line(r"^\s+99%\s+(\S+)", output))
+    total = int(_wrk_line(r"(\d+) requests in", output))
     non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
     errors = re.search(
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
@@ -145,7 +156,8 @@ def at_fixed_rate(url: str, script: str, rate: float, args, name: str, **env: st
         if abs(probe.requests_per_s - rate) / rate < 0.03:
             break
         delay = _repaced(delay, probe.requests_per_s, rate)
-    runs, off_pace = [], []
+    runs: list[LoadResult] = []
+    off_pace: list[LoadResult] = []
     for _ in range(2 * args.repeat):
         measured = wrk(
             url, script, args.duration, args, name, BENCH_DELAY_MS=str(int(delay)), **env

@@ -402,7 +402,7 @@ def normalize_phone(value: Any, default_region: str) -> str:
             return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
         if candidate.startswith("+") and international is None:
             international = number
-    if international is not None:
+    if international is not None and international.country_code is not None:
         # It has a country code, so the default region is beside the point: the digits after
         # it do not make a number in use there (e.g. +44 7700 900xxx, reserved for fiction).
         region = phonenumbers.region_code_for_country_code(international.country_code)

@@ -80,7 +80,7 @@ def review_site_redirect(request: HttpRequest, token: str, site_id) -> HttpRespo
     outcome = services.click_record(
         review_request=review_request,
         site=site,
-        method=request.method,
+        method=request.method or "",  # always set on a request Django handles
         user_agent=request.headers.get("User-Agent", ""),
         ip=request.META.get("REMOTE_ADDR", ""),
     )

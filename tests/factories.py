@@ -1,4 +1,8 @@
-"""factory-boy factories, one per model, shared by the suite."""
+"""factory-boy factories, one per model, shared by the suite.
+
+Typed code calls ``create()`` (``UserFactory.create(...)``, the same as ``UserFactory(...)``):
+factory-boy types what ``create`` returns, not what calling the class does.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from reviews.normalize import email_key
 DEFAULT_PASSWORD = "correct horse battery staple"
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
         model = User
         skip_postgeneration_save = True
@@ -29,7 +33,7 @@ class UserFactory(factory.django.DjangoModelFactory):
             obj.save()
 
 
-class ReviewSiteFactory(factory.django.DjangoModelFactory):
+class ReviewSiteFactory(factory.django.DjangoModelFactory[ReviewSite]):
     class Meta:
         model = ReviewSite
 
@@ -39,7 +43,7 @@ class ReviewSiteFactory(factory.django.DjangoModelFactory):
     url = factory.Sequence(lambda n: f"https://g.page/r/business-{n}/review")
 
 
-class ContactFactory(factory.django.DjangoModelFactory):
+class ContactFactory(factory.django.DjangoModelFactory[Contact]):
     """A contact row as contact_add stores it (normalised e-mail key, E.164 phone)."""
 
     class Meta:
@@ -53,7 +57,7 @@ class ContactFactory(factory.django.DjangoModelFactory):
     phone = ""
 
 
-class ReviewRequestFactory(factory.django.DjangoModelFactory):
+class ReviewRequestFactory(factory.django.DjangoModelFactory[ReviewRequest]):
     class Meta:
         model = ReviewRequest
 

@@ -253,6 +253,8 @@ class BusinessSettings(models.Model):
 
     # Read on every API request and every send; changed rarely (the owner's settings page).
     CACHE_SECONDS = 300
+    # Not a column: set on what ``for_owner`` returns (and only there).
+    has_review_site: bool
 
     @classmethod
     def cache_key(cls, owner_id) -> str:

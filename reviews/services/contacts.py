@@ -261,7 +261,7 @@ def _decide(
             f"Matched the existing contact by {matched_by}"
             + ("; details updated." if changed else "; nothing to update.")
         )
-        if not take_phone:
+        if by_phone is not None and not take_phone:
             notes.append(
                 f"The phone number {clean.phone} belongs to another contact "
                 f"({by_phone.display_name}), so it was not added to this one."
@@ -361,7 +361,9 @@ def _opted_out(
     The contact's latest request is returned if there is one; otherwise a request is recorded
     as ``opted_out`` straight away, so the caller gets an id and staff see the attempt.
     """
-    channels = " and ".join(c.label for c in (Channel.SMS, Channel.EMAIL) if contact.address_for(c))
+    channels = " and ".join(
+        str(c.label) for c in (Channel.SMS, Channel.EMAIL) if contact.address_for(c)
+    )
     text = f"{contact.display_name} has opted out of {channels}; no review request will be sent."
     latest = None if contact_created else selectors.review_request_latest(contact=contact)
     created = latest is None

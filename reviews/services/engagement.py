@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
@@ -83,7 +83,7 @@ def click_record(
     return ClickOutcome(url=site.url, counted=not reason, ignored_reason=reason)
 
 
-def _count_click(request: ReviewRequest, *, click: Click, at) -> None:
+def _count_click(request: ReviewRequest, *, click: Click, at: datetime) -> None:
     if request.status == ReviewRequest.Status.SENDING:
         # The first message's outcome is still unknown to us, but a person holding its link
         # proves it arrived: the request was sent (when the send was attempted), then clicked.

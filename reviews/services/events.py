@@ -20,7 +20,7 @@ from ..representations import review_request_object
 from ..selectors import review_request_latest
 
 # A request ending in one of these statuses is reported (opted_out: ``contact.opted_out``).
-ENDING_EVENTS = {
+ENDING_EVENTS: dict[str, EventType] = {
     ReviewRequest.Status.COMPLETED: EventType.REVIEW_REQUEST_COMPLETED,
     ReviewRequest.Status.FAILED: EventType.REVIEW_REQUEST_FAILED,
     ReviewRequest.Status.CANCELLED: EventType.REVIEW_REQUEST_CANCELLED,
@@ -48,6 +48,9 @@ def review_request_ending_record(*, request: ReviewRequest, at: datetime) -> Non
 
 
 def review_request_click_record(*, request: ReviewRequest, click: Click, at: datetime) -> None:
+    # Reported as the click is recorded, so its site is still there (only a later delete of
+    # the site empties ``Click.site``).
+    assert click.site is not None, "a click is recorded with its site"
     review_request_event_record(
         request=request,
         type=EventType.REVIEW_REQUEST_CLICKED,

@@ -49,6 +49,11 @@ from ..models import BusinessSettings, Contact
 from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, ContactInput, clean_contact_input
 from .contacts import ContactAddOutcome, contact_add
 
+# A row as ``csv.DictReader`` yields it: header -> cell (``None`` for a cell missing from a short
+# line), and the cells beyond the header, if any, as a list under the key ``None``.
+Row = dict[str | None, str | list[str] | None]
+Rows = Iterator[tuple[int, Row]]
+
 BATCH_SIZE = 200  # rows per transaction: about 2 advisory locks each, held to commit
 MAX_FILE_BYTES = 20 * 1024 * 1024
 # What people call each field in the files they export (compared by letters and digits only,
@@ -134,7 +139,7 @@ class ImportReport:
     columns: ColumnMap
     rows: int = 0  # data rows read (blank lines not counted)
     blank: int = 0
-    outcomes: Counter = field(default_factory=Counter)  # ContactAddOutcome -> count
+    outcomes: Counter[ContactAddOutcome] = field(default_factory=Counter)
     # Dry run: the dedup keys of earlier batches (their rows were rolled back) -> row number.
     seen: dict[str, int] = field(default_factory=dict, repr=False)
     batch_seen: dict[str, int] = field(default_factory=dict, repr=False)
@@ -181,7 +186,7 @@ class ImportReport:
         return ", ".join(parts) + "."
 
 
-def read_rows(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def read_rows(raw: bytes) -> tuple[list[str], Rows]:
     """The headers and ``(row number, row)`` pairs of a CSV file or an Excel workbook (.xlsx:
     a ZIP archive, told by its first bytes); ``ImportFileError`` when it is neither."""
     if len(raw) > MAX_FILE_BYTES:
@@ -194,7 +199,7 @@ def read_rows(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
-def read_xlsx(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def read_xlsx(raw: bytes) -> tuple[list[str], Rows]:
     """The first worksheet of an Excel workbook, as ``read_csv`` returns a file: the first row
     names the columns. Cells become the text a CSV export would hold: whole numbers without
     ``.0`` (a phone number typed as a number, a delay of 24), dates in ISO format."""
@@ -212,11 +217,11 @@ def read_xlsx(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]
         book.close()
         raise ImportFileError("The first row must name the columns (e.g. Email, First name).")
 
-    def records() -> Iterator[tuple[int, dict[str | None, Any]]]:
+    def records() -> Rows:
         try:
             for number, values in enumerate(rows, start=2):
                 cells = [_cell_text(value) for value in values]
-                row: dict[str | None, Any] = dict(zip(headers, cells, strict=False))
+                row: Row = dict(zip(headers, cells, strict=False))
                 extra = [cell for cell in cells[len(headers) :] if cell.strip()]
                 if extra:
                     row[None] = extra  # as csv does with cells beyond the header
@@ -239,7 +244,7 @@ def _cell_text(value: Any) -> str:
     return str(value)
 
 
-def read_csv(raw: bytes) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def read_csv(raw: bytes) -> tuple[list[str], Rows]:
     """Decode (UTF-8, with or without a BOM; else Windows-1252, as Excel writes), detect the
     delimiter (comma, semicolon or tab) and return the headers and ``(row number, row)``
     pairs. ``ImportFileError`` when it is not a CSV file with a header line."""
@@ -322,11 +327,11 @@ def contacts_import(
 
 def _import_rows(
     report: ImportReport,
-    rows: Iterator[tuple[int, dict[str, str]]],
+    rows: Rows,
     *,
     progress: Callable[[int], None] | None,
 ) -> None:
-    batch: list[tuple[int, dict[str, str]]] = []
+    batch: list[tuple[int, Row]] = []
     for item in rows:
         batch.append(item)
         if len(batch) >= BATCH_SIZE:
@@ -340,7 +345,7 @@ def _import_rows(
         progress(report.rows + report.blank)
 
 
-def _import_batch(report: ImportReport, batch: list[tuple[int, dict[str, str]]]) -> None:
+def _import_batch(report: ImportReport, batch: list[tuple[int, Row]]) -> None:
     # One transaction per batch; contact_add's own atomic() is a savepoint per row in it.
     with transaction.atomic():
         # Read once per batch: every row of it is scheduled under the same policy.
@@ -354,7 +359,7 @@ def _import_batch(report: ImportReport, batch: list[tuple[int, dict[str, str]]])
     report.batch_seen = {}
 
 
-def _import_row(report: ImportReport, number: int, row: dict[str | None, Any]) -> None:
+def _import_row(report: ImportReport, number: int, row: Row) -> None:
     values = [v for k, v in row.items() if k is not None and v is not None and str(v).strip()]
     if not values and not row.get(None):
         report.blank += 1

@@ -126,8 +126,9 @@ def message_provider_status_apply(
 def _mark_sent(message: Message, provider_message_id: str, at: datetime) -> None:
     was_unknown = message.status == Message.Status.UNKNOWN
     fields = message.transition(Message.Status.SENT, at=at)
-    if was_unknown and message.sending_at:
-        message.sent_at = message.sending_at  # it went out when the send was attempted
+    # An unknown message went out when the send was attempted.
+    sent_at = message.sending_at if was_unknown and message.sending_at else at
+    message.sent_at = sent_at
     if provider_message_id:
         message.provider_message_id = provider_message_id
     if not message.to_address:
@@ -143,7 +144,7 @@ def _mark_sent(message: Message, provider_message_id: str, at: datetime) -> None
         ]
     )
     review_request_note_sent(
-        request=review_request_lock(request_id=message.review_request_id), at=message.sent_at
+        request=review_request_lock(request_id=message.review_request_id), at=sent_at
     )
 
 
@@ -318,7 +319,17 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
     request = message.review_request
     to = message.to_address or request.contact.address_for(message.channel)
     age = now - (message.unknown_at or now)
-    row = {"message_id": str(message.pk), "channel": message.channel, "to": to, "unknown_for": age}
+
+    def row(result: str, detail: str = "") -> ReconcileRow:
+        return ReconcileRow(
+            message_id=str(message.pk),
+            channel=message.channel,
+            to=to,
+            unknown_for=age,
+            result=result,
+            detail=detail,
+        )
+
     channel = sms_channel() if message.channel == Channel.SMS else email_channel()
     can_look_up = message.channel == Channel.SMS or getattr(channel, "can_look_up", False)
     record: ProviderRecord | None = None
@@ -334,7 +345,7 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
                     message_id=str(message.pk), to=to, marker=f"/r/{request.token}/", since=since
                 )
         except (DeliveryRejected, DeliveryOutcomeUnknown) as exc:
-            return ReconcileRow(**row, result="lookup_failed", detail=str(exc)[:200])
+            return row("lookup_failed", str(exc)[:200])
     if record is not None:
         outcome = TWILIO_STATUSES.get(record.status.lower(), Outcome.ACCEPTED)
         result = message_provider_status_apply(
@@ -344,22 +355,22 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
             error_code=record.error_code,
             detail=f"found at the provider: {record.status}",
         )
-        return ReconcileRow(**row, result=result, detail=record.provider_message_id)
+        return row(result, record.provider_message_id)
     if can_look_up:
         detail = (
             "The provider has no record of this message: it was never accepted, so it was not "
             "sent. It may be resent (resend_message)."
         )
         result = _give_up(message, "not_at_provider", detail)
-        return ReconcileRow(**row, result=result, detail=detail)
+        return row(result, detail)
     if age >= max_age:
         detail = (
             f"No delivery report within {max_age}; whether it was sent is not known. Resending "
             "may duplicate it."
         )
         result = _give_up(message, "unknown_expired", detail)
-        return ReconcileRow(**row, result=result, detail=detail)
-    return ReconcileRow(**row, result="still_unknown")
+        return row(result, detail)
+    return row("still_unknown")
 
 
 def _give_up(message: Message, code: str, detail: str) -> str:
@@ -371,7 +382,7 @@ def _give_up(message: Message, code: str, detail: str) -> str:
             .filter(pk=message.pk, status=Message.Status.UNKNOWN)
             .first()
         )
-        if locked is None:
+        if request is None or locked is None:
             return "unchanged"
         locked.last_error, locked.last_error_code = detail, code
         locked.save(

@@ -37,7 +37,7 @@ def message_resend(*, message_id: str, force: bool = False) -> Message:
     with transaction.atomic():
         request = review_request_lock_by_message(message_id=message_id, load=True)
         message = Message.objects.select_for_update(of=("self",)).filter(pk=message_id).first()
-        if message is None:
+        if request is None or message is None:
             raise ResendRefused(f"No message {message_id}.")
         if message.status not in (Message.Status.FAILED, Message.Status.UNKNOWN):
             raise ResendRefused(
@@ -115,6 +115,8 @@ def review_request_cancel(
             request.cancel_open_messages(at=now)
             review_request_ending_record(request=request, at=now)
         elif refuse_ended:
+            # An ended request has its end time (constraint reviews_request_ended_has_ended_at).
+            assert request.ended_at is not None
             raise CancelRefused(
                 f"This review request already ended ({request.get_status_display().lower()}"
                 f" on {human_utc(request.ended_at)}): "

@@ -97,7 +97,7 @@ def _authorization_code(base_url: str, application, owner, challenge: str) -> st
 
 def _exhausted_token(base_url: str) -> str:
     """An access token of another owner whose hourly allowance is spent."""
-    access, _ = issue_tokens(UserFactory(), scope="read write")
+    access, _ = issue_tokens(UserFactory.create(), scope="read write")
     with requests.Session() as client:
         client.headers["Authorization"] = f"Bearer {access}"
         for _ in range(RATE_LIMIT):
@@ -111,7 +111,7 @@ def _outcomes(owner) -> dict[str, str]:
     """Requests of ``owner`` at each outcome a trigger reports, one still active to cancel, and
     another owner's request (which must stay out of reach), and a sent request whose review link
     the jest suite clicks for real (the path of its Google link)."""
-    site = ReviewSiteFactory(owner=owner, label="Google", url="https://g.page/r/acme/review")
+    site = ReviewSiteFactory.create(owner=owner, label="Google", url="https://g.page/r/acme/review")
     at = timezone.now() - timedelta(hours=1)
     added = at - timedelta(minutes=1)
 
@@ -139,7 +139,7 @@ def _outcomes(owner) -> dict[str, str]:
     failed = add_request(owner, created_at=added, email="failed@x.example")
     fail(failed, at=at + timedelta(minutes=9), code="550", error="Mailbox does not exist")
     active = add_request(owner, email="cancel@x.example", delay_hours=24)
-    theirs = add_request(UserFactory(), email="cancel@x.example", delay_hours=24)
+    theirs = add_request(UserFactory.create(), email="cancel@x.example", delay_hours=24)
     to_click = sent("liveclick")
     return {
         "LIVE_CLICK_REQUEST_ID": str(to_click.id),

@@ -80,7 +80,7 @@ def process_env(fake: FakeProviders, redis_url: str, **extra: str) -> dict[str, 
 def seed(monkeypatch) -> list[str]:
     """MESSAGES contacts due now, SMS only, no follow-ups, no quiet hours."""
     monkeypatch.setattr("reviews.services.contacts.dispatcher_kick", lambda: None)  # beat sweeps
-    owner = UserFactory(business_name="Acme Plumbing")
+    owner = UserFactory.create(business_name="Acme Plumbing")
     ReviewSiteFactory(owner=owner)  # without one, nothing is sent
     BusinessSettings.objects.create(
         owner=owner, send_window_applies_to="none", follow_up_offsets_hours=[]
@@ -141,6 +141,7 @@ def worker_processes(honcho: ServiceProcesses) -> tuple[int, list[int]]:
         except FileNotFoundError:
             return []
 
+    assert honcho.proc is not None, "the processes are not started"
     stack = [honcho.proc.pid]
     while stack:
         pid = stack.pop()

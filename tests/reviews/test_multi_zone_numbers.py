@@ -20,7 +20,7 @@ SYDNEY = ZoneInfo("Australia/Sydney")
 
 
 def business(time_zone: str):
-    owner = UserFactory(time_zone=time_zone, default_region="AU")
+    owner = UserFactory.create(time_zone=time_zone, default_region="AU")
     ReviewSiteFactory(owner=owner)
     BusinessSettings.objects.create(owner=owner)  # SMS only between 08:00 and 21:00
     return owner

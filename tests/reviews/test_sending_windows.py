@@ -23,12 +23,12 @@ LONDON = ZoneInfo("Europe/London")
 DAY = SendingWindow(time(8), time(21))
 
 
-def utc(*args) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def utc(year: int, month: int, day: int, hour: int, minute: int) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
-def local(zone, *args) -> datetime:
-    return datetime(*args, tzinfo=zone)
+def local(zone: ZoneInfo, year: int, month: int, day: int, hour: int, minute: int) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=zone)
 
 
 def test_inside_the_window_the_time_is_kept():

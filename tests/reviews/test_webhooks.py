@@ -31,8 +31,8 @@ def _twilio_auth_token(settings):
 def twilio_post(client: Client, settings, path: str, data: dict, *, signature: str | None = None):
     if signature is None:
         signature = RequestValidator(TWILIO_TOKEN).compute_signature(settings.SITE_URL + path, data)
-    headers = {"HTTP_X_TWILIO_SIGNATURE": signature} if signature else {}
-    return client.post(path, data, **headers)
+    headers = {"X-Twilio-Signature": signature} if signature else {}
+    return client.post(path, data, headers=headers)
 
 
 def status_path(message) -> str:
@@ -248,12 +248,12 @@ def tracking(settings, postmark):
     def post(payload: dict, *, auth: str | None = WEBHOOK_SECRET):
         headers = {}
         if auth:
-            headers["HTTP_AUTHORIZATION"] = "Basic " + base64.b64encode(auth.encode()).decode()
+            headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode()
         return Client().post(
             "/webhooks/anymail/postmark/tracking/",
             json.dumps(payload),
             content_type="application/json",
-            **headers,
+            headers=headers,
         )
 
     return post

@@ -13,11 +13,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.factories import DEFAULT_PASSWORD
+
+if TYPE_CHECKING:  # imported when a browser test starts, not when the plugin loads
+    from playwright.sync_api import ConsoleMessage, Page
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -139,10 +143,15 @@ def unlabelled_controls(page) -> list[str]:
     )
 
 
-def collect_errors(page) -> list[str]:
+def collect_errors(page: Page) -> list[str]:
     """Start collecting ``page``'s console errors and uncaught exceptions (a Content Security
     Policy violation or a missing file shows up here); returns the list, filled as it goes."""
     errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(message.text)
+
+    page.on("console", on_console)
     page.on("pageerror", lambda error: errors.append(str(error)))
     return errors

@@ -70,6 +70,9 @@ class Call:
     at: float = field(default_factory=time.time)
 
 
+_HOST = "127.0.0.1"  # loopback only
+
+
 class FakeProviders:
     """``with FakeProviders(latency=0.05) as fake: ...`` then point the settings at
     ``fake.twilio_base_url`` / ``fake.postmark_url``."""
@@ -93,7 +96,7 @@ class FakeProviders:
         self._calls: list[Call] = []
         self._messages: dict[str, dict] = {}  # Twilio SID -> message resource
         self._scripts: dict[str, deque[str]] = {"twilio": deque(), "postmark": deque()}
-        self._server = _Server(("127.0.0.1", port), _handler_for(self))
+        self._server = _Server((_HOST, port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -115,8 +118,7 @@ class FakeProviders:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{_HOST}:{self._server.server_port}"
 
     twilio_base_url = url
 
@@ -197,13 +199,14 @@ class FakeProviders:
             return status, body, outcome
         sid = "SM" + uuid.uuid4().hex
         now = datetime.now(UTC).strftime("%a, %d %b %Y %H:%M:%S +0000")
+        to, body_text = form.get("To", ""), form.get("Body", "")
         resource = {
             "sid": sid,
             "account_sid": account_sid,
-            "to": form.get("To", ""),
+            "to": to,
             "from": form.get("From") or None,
             "messaging_service_sid": form.get("MessagingServiceSid") or None,
-            "body": form.get("Body", ""),
+            "body": body_text,
             "status": "queued",
             "num_segments": "1",
             "direction": "outbound-api",
@@ -217,9 +220,7 @@ class FakeProviders:
         }
         with self._lock:
             self._messages[sid] = resource
-        self._record(
-            Call("twilio", our_id, resource["to"], resource["body"], True, 201, sid, callback)
-        )
+        self._record(Call("twilio", our_id, to, body_text, True, 201, sid, callback))
         return 201, resource, outcome
 
     def _twilio_list(self, query: dict[str, list[str]]) -> dict:

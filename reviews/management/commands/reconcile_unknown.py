@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from reviews.services import messages_reconcile_unknown
 
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         "those no provider can be asked about after --max-age-hours. Prints a table."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than-minutes",
             type=int,
@@ -33,7 +33,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--limit", type=int, default=200)
 
-    def handle(self, *args, older_than_minutes=None, max_age_hours=None, limit=200, **options):
+    def handle(
+        self,
+        *args: str,
+        older_than_minutes: int | None = None,
+        max_age_hours: int | None = None,
+        limit: int = 200,
+        **options: object,
+    ) -> None:
         rows = messages_reconcile_unknown(
             older_than=timedelta(minutes=older_than_minutes)
             if older_than_minutes is not None

@@ -49,7 +49,7 @@ def data(django_db_setup, django_db_blocker):
 @pytest.fixture
 def staff(db) -> Client:
     client = Client()
-    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    client.force_login(UserFactory.create(is_staff=True, is_superuser=True))
     return client
 
 
