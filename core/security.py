@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.core.exceptions import DisallowedHost
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.views.decorators.clickjacking import xframe_options_deny
 
 # Nothing loads from anywhere but this origin; no page may frame it.
@@ -64,12 +65,12 @@ class FrameAncestorsMiddleware:
         return response
 
 
-def strict_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def strict_page(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """For pages that handle credentials (OAuth consent and errors): not frameable, no
     third-party anything, no Referer, never cached."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = view(request, *args, **kwargs)
         response["Content-Security-Policy"] = STRICT_CSP
         response["Referrer-Policy"] = "no-referrer"
