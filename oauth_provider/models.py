@@ -21,7 +21,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
-from oauth2_provider.models import get_refresh_token_model
+from oauth2_provider.models import AbstractAccessToken, get_refresh_token_model
 from oauth2_provider.settings import oauth2_settings
 
 
@@ -30,7 +30,7 @@ def token_digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
-class ConnectionQuerySet(models.QuerySet):
+class ConnectionQuerySet(models.QuerySet["Connection"]):
     def with_active(self) -> ConnectionQuerySet:
         """Annotate ``active``: the connection still has a refresh token that is not revoked."""
         live = get_refresh_token_model().objects.filter(
@@ -38,7 +38,7 @@ class ConnectionQuerySet(models.QuerySet):
         )
         return self.annotate(active=Exists(live))
 
-    def for_access_token(self, access_token) -> Connection | None:
+    def for_access_token(self, access_token: AbstractAccessToken) -> Connection | None:
         """The connection an access token belongs to (through its refresh token), if any."""
         family = get_refresh_token_model().objects.filter(access_token=access_token)
         return self.filter(pk__in=family.values("token_family")).first()
