@@ -8,7 +8,7 @@ searchable. Revoking anything ends the whole connection it belongs to (``service
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib import admin
@@ -32,10 +32,7 @@ from . import services
 from .models import Connection, ConnectionQuerySet
 
 if TYPE_CHECKING:
-    from django_stubs_ext import WithAnnotations  # a development dependency
-
-    class _Active(TypedDict):
-        active: bool  # ConnectionQuerySet.with_active
+    from .models import ConnectionWithActive
 
     # django-stubs makes ModelForm and ModelAdmin generic in their model; Django's own classes
     # cannot be subscripted at run time.
@@ -174,14 +171,14 @@ class ConnectionAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     actions = ("revoke",)
 
-    def get_queryset(self, request: HttpRequest) -> ConnectionQuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ConnectionWithActive]:
         queryset = super().get_queryset(request)
         # Connection's default manager makes them; django-stubs only knows the base class here.
         assert isinstance(queryset, ConnectionQuerySet)
         return queryset.with_active()
 
     @admin.display(boolean=True, description="active", ordering="active")
-    def is_active(self, obj: WithAnnotations[Connection, _Active]) -> bool:
+    def is_active(self, obj: ConnectionWithActive) -> bool:
         return obj.active
 
     @admin.action(description="Revoke selected connections (disconnect)", permissions=["revoke"])
