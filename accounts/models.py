@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 import zoneinfo
+from typing import Any, ClassVar
 
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
@@ -14,7 +15,7 @@ from django.utils import timezone
 from .validators import validate_region, validate_time_zone
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager["User"]):
     use_in_migrations = True
 
     @classmethod
@@ -23,14 +24,14 @@ class UserManager(BaseUserManager):
         # regardless of how the owner typed it.
         return (email or "").strip().lower()
 
-    def with_email(self, email: str | None):
+    def with_email(self, email: str | None) -> models.QuerySet[User]:
         """The users with this e-mail, however it was typed (at most one)."""
         return self.filter(email__iexact=self.normalize_email(email))
 
-    def get_by_natural_key(self, username: str) -> User:
+    def get_by_natural_key(self, username: str | None) -> User:
         return self.with_email(username).get()
 
-    def _create_user(self, email: str, password: str | None, **extra) -> User:
+    def _create_user(self, email: str, password: str | None, **extra: Any) -> User:
         if not email:
             raise ValueError("An e-mail address is required")
         user = self.model(email=self.normalize_email(email), **extra)
@@ -39,12 +40,12 @@ class UserManager(BaseUserManager):
         user.save(using=self._db)
         return user
 
-    def create_user(self, email: str, password: str | None = None, **extra) -> User:
+    def create_user(self, email: str, password: str | None = None, **extra: Any) -> User:
         extra.setdefault("is_staff", False)
         extra.setdefault("is_superuser", False)
         return self._create_user(email, password, **extra)
 
-    def create_superuser(self, email: str, password: str | None = None, **extra) -> User:
+    def create_superuser(self, email: str, password: str | None = None, **extra: Any) -> User:
         extra.setdefault("is_staff", True)
         extra.setdefault("is_superuser", True)
         if not extra["is_staff"] or not extra["is_superuser"]:
@@ -80,7 +81,7 @@ class User(AbstractBaseUser, PermissionsMixin):
     USERNAME_FIELD = "email"
     # Nothing beyond the e-mail and password: staff (createsuperuser) have no business, and
     # owners get their business name from create_business or the admin.
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS: ClassVar[list[str]] = []
 
     class Meta:
         ordering = ["email"]

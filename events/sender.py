@@ -24,7 +24,8 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from requests.certs import where as ca_bundle
+# requests' CA bundle (certifi's, unless a distribution repackaged requests.certs).
+from requests.certs import where as ca_bundle  # type: ignore[attr-defined]  # not in types-requests
 
 MAX_BODY = 1024  # bytes of a receiver's answer read (kept, shortened, as the last error)
 

@@ -50,7 +50,8 @@ def target_url_check(url: str) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         raise UnsafeTarget(f"The host name {host} does not resolve.") from None
-    addresses = sorted({info[4][0] for info in infos})
+    # An IPv4 or IPv6 sockaddr starts with the address as a string (typeshed allows an int).
+    addresses = sorted({str(info[4][0]) for info in infos})
     if not addresses:
         raise UnsafeTarget(f"The host name {host} does not resolve.")
     for text in addresses:

@@ -8,14 +8,19 @@ searchable. Revoking anything ends the whole connection it belongs to (``service
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import forms
 from django.contrib import admin
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.translation import ngettext
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import (
+    AbstractAccessToken,
+    AbstractApplication,
+    AbstractRefreshToken,
     get_access_token_model,
     get_application_model,
     get_grant_model,
@@ -24,7 +29,19 @@ from oauth2_provider.models import (
 )
 
 from . import services
-from .models import Connection
+from .models import Connection, ConnectionQuerySet
+
+if TYPE_CHECKING:
+    from .models import ConnectionWithActive
+
+    # django-stubs makes ModelForm and ModelAdmin generic in their model; Django's own classes
+    # cannot be subscripted at run time.
+    _ApplicationForm = forms.ModelForm[AbstractApplication]
+    _ApplicationAdmin = admin.ModelAdmin[AbstractApplication]
+    _ModelAdmin = admin.ModelAdmin[Model]
+else:
+    _ApplicationForm = forms.ModelForm
+    _ApplicationAdmin = _ModelAdmin = admin.ModelAdmin
 
 Application = get_application_model()
 AccessToken = get_access_token_model()
@@ -35,7 +52,7 @@ for _model in (Application, AccessToken, RefreshToken, get_grant_model(), get_id
         admin.site.unregister(_model)
 
 
-class ApplicationForm(forms.ModelForm):
+class ApplicationForm(_ApplicationForm):
     class Meta:
         model = Application
         fields = ("name", "client_type", "redirect_uris", "user")
@@ -47,7 +64,9 @@ class ApplicationForm(forms.ModelForm):
         widgets = {"redirect_uris": forms.Textarea(attrs={"rows": 3, "cols": 80})}
 
 
-def _show_secrets(request: HttpRequest, rows: list[tuple[Model, str]], *, title: str):
+def _show_secrets(
+    request: HttpRequest, rows: list[tuple[AbstractApplication, str]], *, title: str
+) -> TemplateResponse:
     """The one page a client secret is ever shown on; never cached."""
     response = TemplateResponse(
         request,
@@ -59,40 +78,48 @@ def _show_secrets(request: HttpRequest, rows: list[tuple[Model, str]], *, title:
 
 
 @admin.register(Application)
-class ApplicationAdmin(admin.ModelAdmin):
+class ApplicationAdmin(_ApplicationAdmin):
     form = ApplicationForm
     list_display = ("name", "client_id", "client_type", "redirect_uris", "created")
     search_fields = ("name", "client_id")
     raw_id_fields = ("user",)
     actions = ("rotate_secret",)
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: AbstractApplication | None = None
+    ) -> tuple[str, ...]:
         if obj is None:
             return ()
         return ("client_id", "client_secret_state", "authorization_grant_type", "created")
 
-    def get_fields(self, request, obj=None):
+    def get_fields(
+        self, request: HttpRequest, obj: AbstractApplication | None = None
+    ) -> tuple[str, ...]:
         fields = ["name", "client_type", "redirect_uris", "user"]
         if obj is not None:
             fields[1:1] = ["client_id", "client_secret_state", "authorization_grant_type"]
             fields.append("created")
-        return fields
+        return tuple(fields)
 
     @admin.display(description="client secret")
-    def client_secret_state(self, obj) -> str:
+    def client_secret_state(self, obj: AbstractApplication) -> str:
         return "hashed: it was shown once, when the client was created or rotated"
 
-    def save_model(self, request, obj, form, change):
+    def save_model(
+        self, request: HttpRequest, obj: AbstractApplication, form: ApplicationForm, change: bool
+    ) -> None:
         if not change:
             secret = generate_client_secret()
             obj.client_secret = secret
             obj.hash_client_secret = True
             obj.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
             obj.skip_authorization = False
-            request._oauth_new_secret = secret  # read once by response_add
+            request._oauth_new_secret = secret  # type: ignore[attr-defined]  # read once by response_add
         super().save_model(request, obj, form, change)
 
-    def response_add(self, request, obj, post_url_continue=None):
+    def response_add(
+        self, request: HttpRequest, obj: AbstractApplication, post_url_continue: str | None = None
+    ) -> HttpResponse:
         secret = getattr(request, "_oauth_new_secret", None)
         if secret is None:
             return super().response_add(request, obj, post_url_continue)
@@ -101,7 +128,9 @@ class ApplicationAdmin(admin.ModelAdmin):
     @admin.action(
         description="Rotate client secret (the old one stops working)", permissions=["change"]
     )
-    def rotate_secret(self, request, queryset) -> HttpResponse:
+    def rotate_secret(
+        self, request: HttpRequest, queryset: QuerySet[AbstractApplication]
+    ) -> HttpResponse:
         rows = []
         for application in queryset:
             secret = generate_client_secret()
@@ -112,19 +141,19 @@ class ApplicationAdmin(admin.ModelAdmin):
         return _show_secrets(request, rows, title="Client secrets rotated")
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(_ModelAdmin):
     """Tokens come from OAuth flows only; staff look and revoke, never edit or delete rows."""
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_revoke_permission(self, request) -> bool:
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
         opts = self.opts
         return request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}")
 
@@ -142,15 +171,18 @@ class ConnectionAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     actions = ("revoke",)
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).with_active()
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ConnectionWithActive]:
+        queryset = super().get_queryset(request)
+        # Connection's default manager makes them; django-stubs only knows the base class here.
+        assert isinstance(queryset, ConnectionQuerySet)
+        return queryset.with_active()
 
     @admin.display(boolean=True, description="active", ordering="active")
-    def is_active(self, obj) -> bool:
+    def is_active(self, obj: ConnectionWithActive) -> bool:
         return obj.active
 
     @admin.action(description="Revoke selected connections (disconnect)", permissions=["revoke"])
-    def revoke(self, request, queryset) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Connection]) -> None:
         count = sum(services.connection_revoke(connection_id=c.pk) for c in queryset)
         self.message_user(request, _revoked_message(count))
 
@@ -167,7 +199,7 @@ class AccessTokenAdmin(ReadOnlyAdmin):
     @admin.action(
         description="Revoke the connections of the selected tokens", permissions=["revoke"]
     )
-    def revoke(self, request, queryset) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AbstractAccessToken]) -> None:
         count = sum(services.token_connection_revoke(access_token=t) for t in queryset)
         self.message_user(request, _revoked_message(count))
 
@@ -184,6 +216,6 @@ class RefreshTokenAdmin(ReadOnlyAdmin):
     @admin.action(
         description="Revoke the connections of the selected tokens", permissions=["revoke"]
     )
-    def revoke(self, request, queryset) -> None:
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AbstractRefreshToken]) -> None:
         count = sum(services.token_connection_revoke(refresh_token=t) for t in queryset)
         self.message_user(request, _revoked_message(count))

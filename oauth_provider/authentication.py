@@ -16,17 +16,20 @@ makes an automation platform refresh the token and retry (a 403 would not).
 
 from __future__ import annotations
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication as DOTOAuth2Authentication
+from oauth2_provider.models import AbstractAccessToken
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
 
 from . import services, token_cache
 
 
-class OAuth2Authentication(DOTOAuth2Authentication):
-    def authenticate(self, request):
+class OAuth2Authentication(DOTOAuth2Authentication):  # type: ignore[misc]  # oauth2_provider ships no types
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, AbstractAccessToken] | None:
         if "access_token" in request.query_params:
             # RFC 9700 §4.3.2: tokens in URLs end up in logs and Referer headers.
-            request.oauth2_error = {"error": "invalid_request"}
+            request.oauth2_error = {"error": "invalid_request"}  # type: ignore[attr-defined]  # DOT's challenge reads it
             raise AuthenticationFailed(
                 "Access tokens are not accepted in the URL; send Authorization: Bearer <token>."
             )
@@ -47,7 +50,7 @@ class OAuth2Authentication(DOTOAuth2Authentication):
                 token_cache.store(state, *result)
         user, access_token = result
         if not user.is_active:
-            request.oauth2_error = {"error": "invalid_token"}
+            request.oauth2_error = {"error": "invalid_token"}  # type: ignore[attr-defined]  # DOT's challenge reads it
             raise AuthenticationFailed("The account this token belongs to is disabled.")
         services.connection_touch(access_token=access_token)
         return result

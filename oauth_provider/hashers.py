@@ -20,10 +20,15 @@ Django's PBKDF2 stays their hasher (the first entry of ``PASSWORD_HASHERS``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.contrib.auth.hashers import BasePasswordHasher, mask_hash
 from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.translation import gettext_noop as _
+
+if TYPE_CHECKING:  # django-stubs-ext is a development dependency
+    from django_stubs_ext import StrOrPromise
 
 ALGORITHM = "hmac_sha256"
 _KEY_SALT = "oauth_provider.hashers.ClientSecretHasher"
@@ -52,7 +57,7 @@ class ClientSecretHasher(BasePasswordHasher):
         key = settings.SECRET_KEY
         return f"{ALGORITHM}${_key_id(key)}${salt}${_digest(password, salt, key)}"
 
-    def decode(self, encoded: str) -> dict:
+    def decode(self, encoded: str) -> dict[str, str]:
         algorithm, key_id, salt, digest = encoded.split("$", 3)
         assert algorithm == self.algorithm
         return {"algorithm": algorithm, "key_id": key_id, "salt": salt, "hash": digest}
@@ -71,7 +76,7 @@ class ClientSecretHasher(BasePasswordHasher):
     def must_update(self, encoded: str) -> bool:
         return self.decode(encoded)["key_id"] != _key_id(settings.SECRET_KEY)
 
-    def safe_summary(self, encoded: str) -> dict:
+    def safe_summary(self, encoded: str) -> dict[StrOrPromise, str]:
         decoded = self.decode(encoded)
         return {
             _("algorithm"): decoded["algorithm"],

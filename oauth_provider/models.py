@@ -17,12 +17,22 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
-from oauth2_provider.models import get_refresh_token_model
+from oauth2_provider.models import AbstractAccessToken, get_refresh_token_model
 from oauth2_provider.settings import oauth2_settings
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations  # a development dependency
+
+    class _Active(TypedDict):
+        active: bool
+
+    # A connection as ``ConnectionQuerySet.with_active`` yields it.
+    ConnectionWithActive: TypeAlias = WithAnnotations["Connection", _Active]
 
 
 def token_digest(value: str) -> str:
@@ -30,15 +40,18 @@ def token_digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
-class ConnectionQuerySet(models.QuerySet):
-    def with_active(self) -> ConnectionQuerySet:
+class ConnectionQuerySet(models.QuerySet["Connection"]):
+    def with_active(self) -> models.QuerySet[ConnectionWithActive]:
         """Annotate ``active``: the connection still has a refresh token that is not revoked."""
         live = get_refresh_token_model().objects.filter(
             token_family=OuterRef("pk"), revoked__isnull=True
         )
-        return self.annotate(active=Exists(live))
+        # Through the base type: django-stubs cannot match a custom QuerySet's own annotate()
+        # to a declared WithAnnotations (typeddjango/django-stubs#1190).
+        connections: models.QuerySet[Connection] = self
+        return connections.annotate(active=Exists(live))
 
-    def for_access_token(self, access_token) -> Connection | None:
+    def for_access_token(self, access_token: AbstractAccessToken) -> Connection | None:
         """The connection an access token belongs to (through its refresh token), if any."""
         family = get_refresh_token_model().objects.filter(access_token=access_token)
         return self.filter(pk__in=family.values("token_family")).first()

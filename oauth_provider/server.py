@@ -16,7 +16,10 @@ grants we offer, and the grant classes add what oauthlib leaves to the provider:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
+from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.endpoints import (
     AuthorizationEndpoint,
@@ -25,6 +28,7 @@ from oauthlib.oauth2.rfc6749.endpoints import (
     TokenEndpoint,
 )
 from oauthlib.oauth2.rfc6749.grant_types import authorization_code, refresh_token
+from oauthlib.oauth2.rfc6749.request_validator import RequestValidator
 from oauthlib.oauth2.rfc6749.tokens import BearerToken
 
 # RFC 7636 §4.2: an S256 challenge is BASE64URL(SHA256(verifier)) without padding: 43 characters.
@@ -33,24 +37,30 @@ CODE_CHALLENGE_S256 = re.compile(r"[A-Za-z0-9_-]{43}")
 CODE_VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}")
 
 
-class AuthorizationCodeGrant(authorization_code.AuthorizationCodeGrant):
+# Generates an access or refresh token for a request (oauthlib's token generator signature).
+TokenGenerator = Callable[[Request], str]
+
+
+class AuthorizationCodeGrant(authorization_code.AuthorizationCodeGrant):  # type: ignore[misc]  # oauthlib ships no types
     # Without code_challenge_method oauthlib assumes "plain" (RFC 7636 §4.3); it is refused too.
     _code_challenge_methods = {"S256": authorization_code.code_challenge_method_s256}
 
-    def __init__(self, request_validator=None, **kwargs):
+    def __init__(self, request_validator: RequestValidator | None = None, **kwargs: Any) -> None:
         super().__init__(request_validator, **kwargs)
         # Runs once client_id and redirect_uri are known good, so its error is redirected.
         self.custom_validators.pre_auth.append(self._only_code_response_type)
 
     @staticmethod
-    def _only_code_response_type(request) -> dict:
+    def _only_code_response_type(request: Request) -> dict[str, object]:
         # oauthlib accepts any response_type containing "code" (OpenID hybrids) and then asks
         # whether the client may use it; there is only one here.
         if request.response_type is not None and request.response_type != "code":
             raise errors.UnsupportedResponseTypeError(request=request)
         return {}
 
-    def validate_authorization_request(self, request):
+    def validate_authorization_request(self, request: Request) -> tuple[list[str], dict[str, Any]]:
+        scopes: list[str]
+        info: dict[str, Any]  # oauthlib's credentials: client_id, redirect_uri, state, request...
         scopes, info = super().validate_authorization_request(request)
         if request.code_challenge is not None:
             if not CODE_CHALLENGE_S256.fullmatch(request.code_challenge):
@@ -65,7 +75,7 @@ class AuthorizationCodeGrant(authorization_code.AuthorizationCodeGrant):
             )
         return scopes, info
 
-    def validate_token_request(self, request):
+    def validate_token_request(self, request: Request) -> None:
         if not request.grant_type:
             raise errors.InvalidRequestError(description="Missing grant_type.", request=request)
         if request.grant_type != "authorization_code":
@@ -97,24 +107,24 @@ class AuthorizationCodeGrant(authorization_code.AuthorizationCodeGrant):
             )
 
 
-class RefreshTokenGrant(refresh_token.RefreshTokenGrant):
-    def validate_token_request(self, request):
+class RefreshTokenGrant(refresh_token.RefreshTokenGrant):  # type: ignore[misc]  # oauthlib ships no types
+    def validate_token_request(self, request: Request) -> None:
         if request.grant_type != "refresh_token":
             raise errors.UnsupportedGrantTypeError(request=request)
         super().validate_token_request(request)
 
 
-class Server(AuthorizationEndpoint, TokenEndpoint, ResourceEndpoint, RevocationEndpoint):
+class Server(AuthorizationEndpoint, TokenEndpoint, ResourceEndpoint, RevocationEndpoint):  # type: ignore[misc]  # oauthlib ships no types
     """Authorization code + refresh token grants, Bearer tokens, RFC 7009 revocation."""
 
     def __init__(
         self,
-        request_validator,
-        token_expires_in=None,
-        token_generator=None,
-        refresh_token_generator=None,
-        **kwargs,  # django-oauth-toolkit also passes device-flow settings; there is no device grant
-    ):
+        request_validator: RequestValidator,
+        token_expires_in: int | Callable[[Request], int] | None = None,
+        token_generator: TokenGenerator | None = None,
+        refresh_token_generator: TokenGenerator | None = None,
+        **kwargs: Any,  # django-oauth-toolkit also passes device-flow settings; no device grant
+    ) -> None:
         self.auth_grant = AuthorizationCodeGrant(request_validator)
         self.refresh_grant = RefreshTokenGrant(request_validator)
         self.bearer = BearerToken(

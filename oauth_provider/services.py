@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.hashers import check_password, identify_hasher, make_password
 from django.core.cache import cache
 from django.db import transaction
@@ -80,7 +81,8 @@ def connection_revoke(*, connection_id: uuid.UUID) -> int:
         now = timezone.now()
         live = RefreshToken.objects.filter(token_family=connection_id, revoked__isnull=True)
         access_ids = [pk for pk in live.values_list("access_token_id", flat=True) if pk]
-        refresh_count = live.update(revoked=now, updated=now)
+        refresh_count: int = live.update(revoked=now, updated=now)
+        deleted: dict[str, int]
         _, deleted = AccessToken.objects.filter(pk__in=access_ids).delete()
         access_count = deleted.get(AccessToken._meta.label, 0)
     if refresh_count or access_count:
@@ -102,18 +104,22 @@ def token_connection_revoke(
     outside any connection (no token family) is revoked together with its pair only.
     """
     if refresh_token is None:
+        if access_token is None:
+            raise TypeError("token_connection_revoke needs refresh_token or access_token")
         refresh_token = RefreshToken.objects.filter(access_token=access_token).first()
-    if refresh_token is not None and refresh_token.token_family is not None:
+        if refresh_token is None:
+            access_token.revoke()
+            return 1
+    if refresh_token.token_family is not None:
         return connection_revoke(connection_id=refresh_token.token_family)
-    if refresh_token is None:
-        access_token.revoke()
-        return 1
     count = (refresh_token.revoked is None) + (refresh_token.access_token_id is not None)
     refresh_token.revoke()  # also deletes its access token
     return count
 
 
-def token_revoke(*, token: str, application: AbstractApplication, user=None) -> int:
+def token_revoke(
+    *, token: str, application: AbstractApplication, user: AbstractBaseUser | None = None
+) -> int:
     """Revoke the connection of one live access or refresh token issued to ``application``.
 
     With ``user``, only that owner's tokens match: anyone else's token revokes nothing. Returns
@@ -136,7 +142,7 @@ def token_revoke(*, token: str, application: AbstractApplication, user=None) -> 
     return token_connection_revoke(refresh_token=refresh)
 
 
-def user_tokens_revoke(*, user, application: AbstractApplication) -> int:
+def user_tokens_revoke(*, user: AbstractBaseUser, application: AbstractApplication) -> int:
     """Disconnect ``application`` from ``user``: revoke every live token; return the count."""
     live = RefreshToken.objects.filter(user=user, application=application, revoked__isnull=True)
     count = 0

@@ -32,8 +32,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model
+from oauth2_provider.models import AbstractAccessToken, get_access_token_model
 
 from core import versioned_cache
 
@@ -63,7 +64,7 @@ class Lookup:
         self.read = read  # None: the cache is off
 
 
-def lookup(raw_token: str) -> tuple[Lookup, tuple[Any, Any] | None]:
+def lookup(raw_token: str) -> tuple[Lookup, tuple[AbstractBaseUser, AbstractAccessToken] | None]:
     """``(state, (user, access_token))`` from the cache, or ``(state, None)`` on a miss.
 
     A hit is a token that was valid when cached and has not been invalidated since; its expiry
@@ -84,7 +85,7 @@ def lookup(raw_token: str) -> tuple[Lookup, tuple[Any, Any] | None]:
     return state, (user, access_token)
 
 
-def store(state: Lookup, user, access_token) -> None:
+def store(state: Lookup, user: AbstractBaseUser, access_token: AbstractAccessToken) -> None:
     """Cache a token just validated against the database, under the generation ``lookup`` saw.
 
     Tokens restricted to a resource (RFC 8707) are not cached: their audience check depends on

@@ -24,7 +24,9 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import unquote_plus
 
 from django.conf import settings
@@ -32,6 +34,9 @@ from django.db.models import F
 from django.utils import timezone
 from oauth2_provider.exceptions import FatalClientError
 from oauth2_provider.models import (
+    AbstractApplication,
+    AbstractGrant,
+    AbstractRefreshToken,
     get_access_token_model,
     get_grant_model,
     get_refresh_token_model,
@@ -40,7 +45,9 @@ from oauth2_provider.models import (
 )
 from oauth2_provider.oauth2_validators import OAuth2Validator as DOTOAuth2Validator
 from oauth2_provider.settings import oauth2_settings
+from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
+from oauthlib.oauth2.rfc6749.tokens import OAuth2Token
 
 from . import services
 from .models import Connection, RedeemedCode, token_digest
@@ -52,10 +59,10 @@ Grant = get_grant_model()
 RefreshToken = get_refresh_token_model()
 
 
-def _presented_secrets(request) -> list[str]:
+def _presented_secrets(request: Request) -> list[str]:
     """The client secrets an oauthlib request carries: HTTP Basic first, then the form body, the
     order in which django-oauth-toolkit tries them."""
-    presented = []
+    presented: list[str] = []
     header = request.headers.get("HTTP_AUTHORIZATION") or request.headers.get("Authorization")
     scheme, _, credentials = (header or "").partition(" ")
     if scheme.lower() == "basic":
@@ -70,13 +77,13 @@ def _presented_secrets(request) -> list[str]:
     return presented
 
 
-class OAuth2Validator(DOTOAuth2Validator):
+class OAuth2Validator(DOTOAuth2Validator):  # type: ignore[misc]  # oauth2_provider ships no types
     # --- Client authentication -------------------------------------------------------------------
 
-    def authenticate_client(self, request, *args, **kwargs):
+    def authenticate_client(self, request: Request, *args: Any, **kwargs: Any) -> bool:
         """DOT's check (Basic, then the form body); a secret stored under an older hasher is
         then re-hashed with the fast one (``oauth_provider.hashers``)."""
-        authenticated = super().authenticate_client(request, *args, **kwargs)
+        authenticated: bool = super().authenticate_client(request, *args, **kwargs)
         if authenticated and request.client is not None:
             services.client_secret_rehash(
                 application=request.client, presented=_presented_secrets(request)
@@ -85,19 +92,24 @@ class OAuth2Validator(DOTOAuth2Validator):
 
     # --- Redirect URIs ---------------------------------------------------------------------------
 
-    def get_default_redirect_uri(self, client_id, request, *args, **kwargs):
+    def get_default_redirect_uri(
+        self, client_id: str, request: Request, *args: Any, **kwargs: Any
+    ) -> None:
         # The spec makes redirect_uri required; never fall back to a registered one.
         return None
 
-    def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs):
-        registered = request.client.redirect_uris.split()
-        return redirect_uri in registered and super().validate_redirect_uri(
+    def validate_redirect_uri(
+        self, client_id: str, redirect_uri: str, request: Request, *args: Any, **kwargs: Any
+    ) -> bool:
+        registered: list[str] = request.client.redirect_uris.split()
+        valid: bool = redirect_uri in registered and super().validate_redirect_uri(
             client_id, redirect_uri, request, *args, **kwargs
         )
+        return valid
 
     # --- PKCE ------------------------------------------------------------------------------------
 
-    def is_pkce_required(self, client_id, request):
+    def is_pkce_required(self, client_id: str, request: Request) -> bool:
         """PKCE is optional (docs/oauth.md), except for clients listed in
         OAUTH_PKCE_REQUIRED_CLIENTS.
 
@@ -107,13 +119,23 @@ class OAuth2Validator(DOTOAuth2Validator):
 
     # --- Authorization codes ---------------------------------------------------------------------
 
-    def _create_authorization_code(self, request, code, expires=None):
+    def _create_authorization_code(
+        self, request: Request, code: dict[str, str], expires: datetime | None = None
+    ) -> AbstractGrant:
         # Only the digest is stored; the code itself exists in the redirect to the client.
         return super()._create_authorization_code(
             request, {**code, "code": token_digest(code["code"])}, expires
         )
 
-    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+    def validate_code(
+        self,
+        client_id: str,
+        code: str,
+        client: AbstractApplication,
+        request: Request,
+        *args: Any,
+        **kwargs: Any,
+    ) -> bool:
         digest = token_digest(code)
         # Locked until the token endpoint's transaction ends: a concurrent redemption of the same
         # code waits here, then finds the grant deleted and is treated as a replay.
@@ -139,23 +161,44 @@ class OAuth2Validator(DOTOAuth2Validator):
         request.user = grant.user
         return True
 
-    def get_code_challenge(self, code, request):
-        return request.grant.code_challenge or None
+    def get_code_challenge(self, code: str, request: Request) -> str | None:
+        challenge: str = request.grant.code_challenge
+        return challenge or None
 
-    def get_code_challenge_method(self, code, request):
-        return request.grant.code_challenge_method or None
+    def get_code_challenge_method(self, code: str, request: Request) -> str | None:
+        method: str = request.grant.code_challenge_method
+        return method or None
 
-    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, request, *args, **kwargs):
-        return request.grant.redirect_uri_allowed(redirect_uri)
+    def confirm_redirect_uri(
+        self,
+        client_id: str,
+        code: str,
+        redirect_uri: str,
+        client: AbstractApplication,
+        request: Request,
+        *args: Any,
+        **kwargs: Any,
+    ) -> bool:
+        allowed: bool = request.grant.redirect_uri_allowed(redirect_uri)
+        return allowed
 
-    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+    def invalidate_authorization_code(
+        self, client_id: str, code: str, request: Request, *args: Any, **kwargs: Any
+    ) -> None:
         deleted, _ = Grant.objects.filter(pk=request.grant.pk).delete()
         if not deleted:
             raise errors.InvalidGrantError(request=request)
 
     # --- Refresh tokens --------------------------------------------------------------------------
 
-    def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
+    def validate_refresh_token(
+        self,
+        refresh_token: str,
+        client: AbstractApplication,
+        request: Request,
+        *args: Any,
+        **kwargs: Any,
+    ) -> bool:
         # Rows may share a checksum (unique together with revoked): prefer the live one.
         token = (
             RefreshToken.objects.filter(token_checksum=token_digest(refresh_token))
@@ -187,7 +230,7 @@ class OAuth2Validator(DOTOAuth2Validator):
         request.refresh_token_instance = token
         return True
 
-    def _in_grace_window(self, token) -> bool:
+    def _in_grace_window(self, token: AbstractRefreshToken) -> bool:
         """Was ``token`` rotated (not revoked) moments ago, with its successor still alive?
 
         Rotation and deliberate revocation both stamp ``revoked``; only rotation leaves an access
@@ -200,11 +243,14 @@ class OAuth2Validator(DOTOAuth2Validator):
         window = timedelta(seconds=settings.OAUTH_REFRESH_GRACE_SECONDS)
         if timezone.now() - token.revoked >= window:
             return False
-        return AccessToken.objects.filter(source_refresh_token=token).exists()
+        successor_alive: bool = AccessToken.objects.filter(source_refresh_token=token).exists()
+        return successor_alive
 
     # --- Issuing tokens --------------------------------------------------------------------------
 
-    def _save_bearer_token(self, token, request, *args, **kwargs):
+    def _save_bearer_token(
+        self, token: OAuth2Token, request: Request, *args: Any, **kwargs: Any
+    ) -> None:
         """Store the pair the grant just generated (runs in DOT's ``save_bearer_token`` atomic)."""
         if "scope" not in token:
             raise FatalClientError("Failed to renew access token: missing scope")
@@ -223,13 +269,14 @@ class OAuth2Validator(DOTOAuth2Validator):
         else:  # the server offers no other grant
             raise FatalClientError(f"unexpected grant type {request.grant_type!r}")
 
-    def _rotate(self, request, token, expires) -> None:
-        presented = request.refresh_token_instance
-        family = presented.token_family
+    def _rotate(self, request: Request, token: OAuth2Token, expires: datetime) -> None:
+        presented: AbstractRefreshToken = request.refresh_token_instance
+        family: uuid.UUID | None = presented.token_family
         if family is not None:
             # Every mint and revocation in a family takes this lock first (see services).
             list(Connection.objects.select_for_update().filter(pk=family).values_list("pk"))
         current = RefreshToken.objects.select_for_update().get(pk=presented.pk)
+        source: AbstractRefreshToken | None
         if current.revoked is None:
             current.revoke()  # deletes its access token, stamps revoked
             source = current
@@ -244,7 +291,15 @@ class OAuth2Validator(DOTOAuth2Validator):
             )
         self._issue_pair(request, token, expires, family=family, source=source)
 
-    def _issue_pair(self, request, token, expires, *, family, source) -> None:
+    def _issue_pair(
+        self,
+        request: Request,
+        token: OAuth2Token,
+        expires: datetime,
+        *,
+        family: uuid.UUID | None,
+        source: AbstractRefreshToken | None,
+    ) -> None:
         access = self._create_access_token(expires, request, token, source_refresh_token=source)
         refresh = RefreshToken(
             user=request.user,
@@ -258,7 +313,9 @@ class OAuth2Validator(DOTOAuth2Validator):
 
     # --- RFC 7009 revocation ---------------------------------------------------------------------
 
-    def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
+    def revoke_token(
+        self, token: str, token_type_hint: str | None, request: Request, *args: Any, **kwargs: Any
+    ) -> None:
         # Scoped to the authenticated client (RFC 7009 §2.1); unknown tokens are a silent no-op.
         if getattr(request.client, "pk", None) is None:
             return

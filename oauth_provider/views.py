@@ -8,26 +8,32 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any, TypedDict, TypeGuard
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import resolve_url
+from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.debug import sensitive_post_parameters
+from django.views.generic import View
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from oauth2_provider import views as dot_views
 from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
+from oauth2_provider.forms import AllowForm
 from oauth2_provider.http import OAuth2ResponseRedirect
-from oauth2_provider.models import get_application_model
+from oauth2_provider.models import AbstractAccessToken, AbstractApplication, get_application_model
 from oauth2_provider.scopes import get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -35,12 +41,12 @@ from core.errors import error_response
 from core.openapi import error_responses
 from core.ratelimit import (
     RateLimitedView,
-    Usage,
     basic_credentials,
     client_failure_count,
     client_failure_peek,
     client_failures_description,
 )
+from core.ratelimit_store import Usage
 from core.security import strict_page
 
 from . import services
@@ -57,7 +63,9 @@ TOKEN_LOCK_TIMEOUT = "5s"
 SENSITIVE_PARAMETERS = ("client_secret", "code", "code_verifier", "refresh_token", "token")
 
 
-def _registered_exactly(application, redirect_uri: str | None) -> bool:
+def _registered_exactly(
+    application: AbstractApplication | None, redirect_uri: str | None
+) -> TypeGuard[AbstractApplication]:
     return bool(application and redirect_uri and redirect_uri in application.redirect_uris.split())
 
 
@@ -70,7 +78,7 @@ def _with_issuer(uri: str) -> str:
 
 
 @method_decorator(strict_page, name="dispatch")
-class AuthorizeView(dot_views.AuthorizationView):
+class AuthorizeView(dot_views.AuthorizationView):  # type: ignore[misc]  # oauth2_provider ships no types
     """GET shows the consent page; POST (Approve or Deny) redirects back to the client.
 
     The consent page is always shown: a client's ``approval_prompt=auto`` and an application's
@@ -93,7 +101,7 @@ class AuthorizeView(dot_views.AuthorizationView):
             pass  # reported (by redirect) only once the owner is logged in
         return redirect_to_login(self.request.get_full_path(), resolve_url(settings.LOGIN_URL))
 
-    def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             scopes, credentials = self.validate_authorization_request(request)
         except OAuthToolkitError as error:
@@ -115,18 +123,25 @@ class AuthorizeView(dot_views.AuthorizationView):
             "redirect_host": urlsplit(credentials["redirect_uri"]).hostname,
             "form": self.get_form(),
         }
-        return self.render_to_response(self.get_context_data(**context))
+        page: TemplateResponse = self.render_to_response(self.get_context_data(**context))
+        return page
 
-    def form_valid(self, form) -> HttpResponse:
+    def form_valid(self, form: AllowForm) -> HttpResponse:
         application = Application.objects.filter(client_id=form.cleaned_data["client_id"]).first()
         if application is None:
             return self._error_page("invalid_request", "Unknown client.")
-        return super().form_valid(form)
+        redirect: HttpResponse = super().form_valid(form)
+        return redirect
 
-    def form_invalid(self, form) -> HttpResponse:
+    def form_invalid(self, form: AllowForm) -> HttpResponse:
         return self._error_page("invalid_request", "The authorization form was incomplete.")
 
-    def error_response(self, error, application, **kwargs) -> HttpResponse:
+    def error_response(
+        self,
+        error: OAuthToolkitError,
+        application: AbstractApplication | None,
+        **kwargs: Any,
+    ) -> HttpResponse:
         oauthlib_error = error.oauthlib_error
         redirect_uri = oauthlib_error.redirect_uri
         if application is None and getattr(oauthlib_error, "client_id", None):
@@ -140,18 +155,20 @@ class AuthorizeView(dot_views.AuthorizationView):
         location = oauthlib_error.in_uri(redirect_uri)
         if oauth2_settings.COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS:
             location = _with_issuer(location)
-        return OAuth2ResponseRedirect(location, application.get_allowed_schemes())
+        redirect: HttpResponse = OAuth2ResponseRedirect(location, application.get_allowed_schemes())
+        return redirect
 
     def _error_page(self, error: str, description: str) -> HttpResponse:
-        return self.response_class(
+        page: TemplateResponse = self.response_class(
             request=self.request,
             template=[self.error_template_name],
             context={"error": error, "description": description},
             status=400,
         )
+        return page
 
 
-class TransientFaultsAs503:
+class TransientFaultsAs503(View):
     """A database fault (lock timeout, deadlock, connection lost) is 503 + Retry-After.
 
     Never a 4xx: an automation platform that gets a 4xx from a refresh disconnects the user.
@@ -159,7 +176,7 @@ class TransientFaultsAs503:
     ``TOKEN_LOCK_TIMEOUT`` fails fast instead of holding a web worker.
     """
 
-    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             with transaction.atomic():
                 if connection.vendor == "postgresql":
@@ -203,7 +220,7 @@ OAUTH_ERROR_DESCRIPTIONS = {
 }
 
 
-class OAuthClientEndpoint:
+class OAuthClientEndpoint(View):
     """What the token and RFC 7009 endpoints share.
 
     * Bodies are ``application/x-www-form-urlencoded`` (RFC 6749 §4.1.3, RFC 7009 §2.1): another
@@ -218,7 +235,7 @@ class OAuthClientEndpoint:
 
     rate_limit_scope = "client"
 
-    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         failures = client_failure_peek(request)  # also the X-RateLimit-* headers
         response = self._answer(request, failures, *args, **kwargs)
         if response.status_code != 401:
@@ -226,7 +243,9 @@ class OAuthClientEndpoint:
         usage = client_failure_count(request)
         return _too_many_failures(usage) if usage.exceeded else response
 
-    def _answer(self, request: HttpRequest, failures: Usage, *args, **kwargs) -> HttpResponse:
+    def _answer(
+        self, request: HttpRequest, failures: Usage, *args: Any, **kwargs: Any
+    ) -> HttpResponseBase:
         if request.method == "POST" and request.content_type not in (
             "",
             "application/x-www-form-urlencoded",
@@ -250,8 +269,10 @@ class OAuthClientEndpoint:
             # the counters, one indexed lookup and an HMAC per request.
             return _too_many_failures(failures)
         response = super().dispatch(request, *args, **kwargs)
-        if response.status_code >= 400 and response.get("Content-Type", "").startswith(
-            "application/json"
+        if (
+            isinstance(response, HttpResponse)  # as DOT answers: a streamed one has no .content
+            and response.status_code >= 400
+            and response.get("Content-Type", "").startswith("application/json")
         ):
             _describe_oauth_error(response)
         return response
@@ -284,7 +305,7 @@ def _too_many_failures(usage: Usage) -> HttpResponse:
 def _presents_right_secret(request: HttpRequest) -> bool:
     """Whether the request's client credentials (HTTP Basic, or the form body: DOT tries both)
     match a client. When in doubt (the database fails), True: DOT then decides."""
-    presented = []
+    presented: list[tuple[str, str]] = []
     decoded = basic_credentials(request)
     if decoded:
         client_id, _, secret = decoded.partition(":")
@@ -334,12 +355,12 @@ def _describe_oauth_error(response: HttpResponse) -> None:
 
 @method_decorator(csrf_exempt, name="dispatch")  # clients authenticate; there is no session
 @method_decorator(sensitive_post_parameters(*SENSITIVE_PARAMETERS), name="dispatch")
-class TokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.TokenView):
+class TokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.TokenView):  # type: ignore[misc]  # oauth2_provider ships no types
     """``authorization_code`` and ``refresh_token`` grants, form-encoded, client authenticated."""
 
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         # DOT's post() also routes the device grant; this server has none.
-        response = self.authorization_flow_token_response(request)
+        response: HttpResponse = self.authorization_flow_token_response(request)
         # Errors raised before a grant runs (e.g. credentials in the URL) come without headers.
         response["Content-Type"] = "application/json"
         response["Cache-Control"] = "no-store"
@@ -349,28 +370,34 @@ class TokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.TokenView):
 
 @method_decorator(csrf_exempt, name="dispatch")
 @method_decorator(sensitive_post_parameters(*SENSITIVE_PARAMETERS), name="dispatch")
-class RevokeTokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.RevokeTokenView):
+class RevokeTokenView(OAuthClientEndpoint, TransientFaultsAs503, dot_views.RevokeTokenView):  # type: ignore[misc]  # oauth2_provider ships no types
     """RFC 7009 revocation for clients: form-encoded, client-authenticated, always 200."""
 
 
 class _TokenField(serializers.CharField):
     """A token is a JSON string: DRF's CharField would also take 123 and revoke nothing."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class RevokeResult(TypedDict):
+    success: bool
+    message: str
+    revoked_count: int
 
 
 class RevokeApi(RateLimitedView, APIView):
     """Disconnect: revoke one of the caller's tokens, or all of them (the owner, this client)."""
 
     @extend_schema_serializer(component_name="RevokeRequest")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(serializers.Serializer[None]):  # input only: no instance
         token = _TokenField(required=False, max_length=512)
 
     @extend_schema_serializer(component_name="RevokeResult")
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(serializers.Serializer[RevokeResult]):
         success = serializers.BooleanField()
         message = serializers.CharField()
         revoked_count = serializers.IntegerField(min_value=0)
@@ -385,17 +412,21 @@ class RevokeApi(RateLimitedView, APIView):
         request=InputSerializer,
         responses={200: OutputSerializer, **error_responses(400, 401, 413, 415)},
     )
-    def post(self, request, platform: str) -> Response:
+    def post(self, request: Request, platform: str) -> Response:
         if not isinstance(request.data, dict):  # JSON null, a list, a number...: not "no body"
             raise ParseError("The request body must be a JSON object (or empty).")
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        token = serializer.validated_data.get("token")
-        application = request.auth.application
+        token: str | None = serializer.validated_data.get("token")
+        access_token: AbstractAccessToken = request.auth  # set by OAuth2Authentication
+        user = request.user
+        assert isinstance(user, AbstractBaseUser)  # IsAuthenticated let only token owners in
+        application = access_token.application
         if token is None:
-            count = services.user_tokens_revoke(user=request.user, application=application)
+            count = services.user_tokens_revoke(user=user, application=application)
             message = f"Revoked {count} token(s): {application.name} is disconnected."
         else:
-            count = services.token_revoke(token=token, application=application, user=request.user)
+            count = services.token_revoke(token=token, application=application, user=user)
             message = f"Revoked {count} token(s)." if count else "No active token of yours matched."
-        return Response({"success": True, "message": message, "revoked_count": count})
+        result: RevokeResult = {"success": True, "message": message, "revoked_count": count}
+        return Response(result)

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 CLICKED = EventType.REVIEW_REQUEST_CLICKED
 
 
-def record(owner, n: int = 1) -> list[Event]:
+def record(owner, n: int = 1) -> list[Event | None]:
     with transaction.atomic():
         return [
             event_record(owner_id=owner.pk, type=CLICKED, data={"id": f"rr-{i}", "n": i})

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 Application = get_application_model()
 
 
-def algorithm(application) -> str:
+def algorithm(application) -> str | None:
     application.refresh_from_db()
     return identify_hasher(application.client_secret).algorithm
 

@@ -22,7 +22,9 @@ LOGIN = "/accounts/login/"
 def login_attempt(owner, *, secure: bool = False, with_token: bool = True, **headers):
     browser = Client(enforce_csrf_checks=True)
     page = browser.get(LOGIN, secure=secure)
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())[1]
+    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())
+    assert match is not None, "the login page carries a CSRF token"
+    token = match[1]
     data = {"username": owner.email, "password": DEFAULT_PASSWORD}
     if with_token:
         data["csrfmiddlewaretoken"] = token

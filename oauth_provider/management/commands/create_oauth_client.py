@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentParser
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -18,7 +21,7 @@ class Command(BaseCommand):
         "and token URLs to configure in the app."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--name", required=True, help="Shown on the consent page, e.g. Zapier.")
         parser.add_argument(
             "--redirect-uri",
@@ -37,7 +40,7 @@ class Command(BaseCommand):
             help="Whose URLs to print (CONNECTOR_PLATFORMS; default: %(default)s).",
         )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         uris = [uri for value in options["redirect_uris"] for uri in value.split()]
         try:
             client, secret = oauth_client_create(
@@ -52,7 +55,8 @@ class Command(BaseCommand):
         platform = options["platform"]
 
         def url(name: str) -> str:
-            return settings.SITE_URL + reverse(f"oauth_provider:{name}", args=[platform])
+            site_url: str = settings.SITE_URL
+            return site_url + reverse(f"oauth_provider:{name}", args=[platform])
 
         write = self.stdout.write
         write(f"OAuth client {client.name!r} created for {platform}.")
