@@ -20,9 +20,10 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.core.signals import setting_changed
@@ -33,6 +34,8 @@ from django.dispatch import receiver
 from .db import delete_in_batches
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A healthy Redis answers in well under a millisecond; a dead one must not hold requests up.
 REDIS_TIMEOUT_SECONDS = 0.1
@@ -162,7 +165,7 @@ class RedisStore:
         self._lock = threading.Lock()
         self._open_until = 0.0
 
-    def _call(self, command, *args, **kwargs):
+    def _call(self, command: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         import redis
 
         if time.monotonic() < self._open_until:
