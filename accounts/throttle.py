@@ -113,14 +113,14 @@ class LoginAttempt:
         if not self.has_standing and new_pairs.enforced and new_pairs.count >= budget:
             self._refuse(new_pairs, network_full=True)  # nothing counted: the flood's path
             return
-        self.usage: Usage = limiter.hit(self.bucket, limit=LOGIN_FAILURES_PER_PAIR)
-        if self.usage.enforced and self.usage.count == LOGIN_FAILURES_PER_PAIR + 1:
+        usage = limiter.hit(self.bucket, limit=LOGIN_FAILURES_PER_PAIR)
+        if usage.enforced and usage.count == LOGIN_FAILURES_PER_PAIR + 1:
             logger.warning(
                 "login locked for an address and network",
                 extra={"network": self.network, "address_key": _address_key(email)},
             )
-        if self.usage.exceeded:
-            self._refuse(self.usage, network_full=False)
+        if usage.exceeded:
+            self._refuse(usage, network_full=False)
             return
         if not self.has_standing:
             counted = limiter.hit(self.new_pairs_bucket, limit=budget)
