@@ -86,7 +86,7 @@ class PasswordResetView(auth_views.PasswordResetView):
             form.add_error("email", TOO_MANY_RESETS)
             return self.render_to_response(self.get_context_data(form=form), status=429)
         try:
-            tasks.send_password_reset_email.apply_async(args=[email], retry=False)
+            tasks.send_password_reset_email.apply_async(args=(email,), retry=False)
         except Exception:  # the broker refused the task: say so rather than pretend
             logger.warning("password reset e-mail not queued", exc_info=True)
             form.add_error(None, "We cannot send e-mail just now. Please try again in a minute.")

@@ -12,7 +12,8 @@ One run, one machine, loopback only, against PostgreSQL and Redis:
   a fake provider on loopback, a paced phase for lateness, and a drain with few enough send
   slots that the CPU is not the limit;
 * flood (``bench/flood.py``): ``GET /api/zapier/me`` latency while 16 connections send wrong
-  client secrets to the token endpoint (new tree only).
+  client secrets to the token endpoint, or wrong passwords for ever-changing addresses to the
+  login form (new tree only).
 
 ``--against REF`` measures a second tree, a temporary ``git worktree`` of REF ("old"), in the
 same run: L4 fresh and with duplicates, and the dispatcher's drain, interleaved round by round

@@ -368,6 +368,10 @@ RATE_LIMIT_WINDOW_SECONDS = 3600
 # client id and per network (IPv6: its /64), this many per window each; past it a failing
 # request answers 429 instead of 401, and the right secret is still accepted.
 OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR = env.int("OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR", default=100)
+# Login (accounts/throttle.py): per network and window, the failed logins allowed for addresses
+# that have not logged in from that network in the last 30 days; past it they answer 429 without
+# a password check (PBKDF2, ~0.4 s of CPU each). Addresses that have are not counted.
+LOGIN_NEW_PAIR_FAILURES_PER_NETWORK = env.int("LOGIN_NEW_PAIR_FAILURES_PER_NETWORK", default=50)
 RATE_LIMIT_KEY_PREFIX = "rr:rl"
 # Proxies in front of gunicorn that append the client's address to X-Forwarded-For (a PaaS
 # router: 1). 0: REMOTE_ADDR is the client (gunicorn sets it from the socket, never from a header).

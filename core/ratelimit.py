@@ -35,14 +35,17 @@ import binascii
 import hashlib
 import ipaddress
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from .errors import ApiError, error_response, wants_json_errors
 from .ratelimit_store import Usage, get_limiter
@@ -57,15 +60,13 @@ def client_ip(request: HttpRequest) -> str:
     """The client's address: ``REMOTE_ADDR``, or, behind ``NUM_PROXIES`` proxies that each append
     to ``X-Forwarded-For``, the address the outermost trusted proxy saw (clients can prepend
     anything to that header, so entries further left are never trusted)."""
-    proxies = settings.NUM_PROXIES
+    proxies = int(settings.NUM_PROXIES)
     if proxies:
-        forwarded = [
-            part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
-        ]
-        forwarded = [part for part in forwarded if part]
+        header = str(request.META.get("HTTP_X_FORWARDED_FOR", ""))
+        forwarded = [part.strip() for part in header.split(",") if part.strip()]
         if forwarded:
             return forwarded[-min(proxies, len(forwarded))][:64]
-    return request.META.get("REMOTE_ADDR", "")[:64] or "unknown"
+    return str(request.META.get("REMOTE_ADDR", ""))[:64] or "unknown"
 
 
 def basic_credentials(request: HttpRequest) -> str | None:
@@ -116,6 +117,12 @@ def network_of(ip: str) -> str:
     return ip
 
 
+def remember_usage(request: HttpRequest, usage: Usage | None) -> None:
+    """Keep the usage counted for ``request``, whose ``X-RateLimit-*`` headers the middleware
+    sets from it (``None``: nothing counted yet)."""
+    request.rate_limit = usage  # type: ignore[attr-defined]  # ours: read back by getattr below
+
+
 def user_bucket(user: Any) -> str:
     return f"user:{user.pk}"
 
@@ -147,7 +154,7 @@ def client_failure_count(request: HttpRequest) -> Usage:
             )
         usages.append(usage)
     usage = max(usages, key=lambda u: u.count)
-    request.rate_limit = usage
+    remember_usage(request, usage)
     return usage
 
 
@@ -157,7 +164,7 @@ def client_failure_peek(request: HttpRequest) -> Usage:
     limit = settings.OAUTH_CLIENT_AUTH_FAILURES_PER_HOUR
     usages = get_limiter().peek(*client_failure_buckets(request), limit=limit)
     usage = max(usages, key=lambda u: u.count)
-    request.rate_limit = usage
+    remember_usage(request, usage)
     return usage
 
 
@@ -172,7 +179,7 @@ def client_failures_description(usage: Usage) -> str:
 def count_request(request: HttpRequest, bucket: str) -> Usage:
     """Count ``request`` once (in ``bucket``) and remember the result for the response headers."""
     usage = get_limiter().hit(bucket)
-    request.rate_limit = usage
+    remember_usage(request, usage)
     return usage
 
 
@@ -206,7 +213,7 @@ def too_many_requests(request: HttpRequest, usage: Usage) -> HttpResponse:
 # --- Where requests are counted ------------------------------------------------------------------
 
 
-class RateLimitedView:
+class RateLimitedView(APIView):
     """Mixin for DRF views under ``/api/``: counts the request per owner once DRF has
     authenticated its bearer token, before permissions, throttles and the handler run.
 
@@ -216,7 +223,7 @@ class RateLimitedView:
 
     rate_limit_scope = "user"
 
-    def perform_authentication(self, request) -> None:
+    def perform_authentication(self, request: Request) -> None:
         django_request = request._request
         try:
             super().perform_authentication(request)
@@ -238,7 +245,7 @@ class RateLimitedView:
 
 
 def _has_bearer_token(request: HttpRequest) -> bool:
-    scheme, _, _ = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    scheme, _, _ = str(request.META.get("HTTP_AUTHORIZATION", "")).partition(" ")
     return scheme.lower() == "bearer"
 
 
@@ -253,15 +260,15 @@ class RateLimitMiddleware:
     counted per IP on the way out.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not request.path_info.startswith("/api/"):
             return self.get_response(request)
-        request.rate_limit = None
+        remember_usage(request, None)
         response = self.get_response(request)
-        usage = request.rate_limit
+        usage: Usage | None = getattr(request, "rate_limit", None)
         if usage is None:
             usage = count_request(request, ip_bucket(request))
             if usage.exceeded:
@@ -270,7 +277,13 @@ class RateLimitMiddleware:
             response[name] = value
         return response
 
-    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., HttpResponseBase],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> HttpResponse | None:
         if getattr(request, "rate_limit", True) is not None:
             return None  # not under /api/, or already counted
         scope = getattr(getattr(view_func, "view_class", None), "rate_limit_scope", "ip")

@@ -1,5 +1,6 @@
 """The counters behind the rate limits (``core.ratelimit``) and the login throttle: a fixed
-window per bucket, in Redis or the database.
+window per bucket, in Redis or the database; also marks (``RateLimiter.remember``: a bucket set
+to 1 for a given time, e.g. "this address logged in from this network", read with ``peek``).
 
 Store: with ``REDIS_URL``, one Lua script per request (INCR and PEXPIRE, atomically; one round
 trip). Without it (the embedded default), one ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``
@@ -19,9 +20,10 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.core.signals import setting_changed
@@ -32,6 +34,8 @@ from django.dispatch import receiver
 from .db import delete_in_batches
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # A healthy Redis answers in well under a millisecond; a dead one must not hold requests up.
 REDIS_TIMEOUT_SECONDS = 0.1
@@ -97,6 +101,10 @@ class CounterStore(Protocol):
     def clear(self, key: str) -> None:
         """Forget ``key``'s window."""
 
+    def put(self, key: str, *, seconds: int, now: float) -> None:
+        """Set ``key`` to a count of 1 in a window ending ``seconds`` from ``now`` (a mark that
+        something happened recently; setting it again starts its window again)."""
+
 
 # KEYS[1]: the bucket; ARGV[1]: window in ms. Returns {count, ms until the window ends}.
 _REDIS_SCRIPT = """
@@ -157,7 +165,7 @@ class RedisStore:
         self._lock = threading.Lock()
         self._open_until = 0.0
 
-    def _call(self, command, *args, **kwargs):
+    def _call(self, command: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         import redis
 
         if time.monotonic() < self._open_until:
@@ -186,6 +194,9 @@ class RedisStore:
 
     def clear(self, key: str) -> None:
         self._call(self.client.delete, key)
+
+    def put(self, key: str, *, seconds: int, now: float) -> None:
+        self._call(self.client.set, key, 1, px=seconds * 1000)
 
     def close(self) -> None:
         self.client.close()
@@ -251,6 +262,16 @@ class DatabaseStore:
 
         try:
             RateLimitCounter.objects.filter(key=key).delete()
+        except DatabaseError as exc:
+            raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
+
+    def put(self, key: str, *, seconds: int, now: float) -> None:
+        from .models import RateLimitCounter
+
+        try:
+            RateLimitCounter.objects.update_or_create(
+                key=key, defaults={"count": 1, "reset_at": math.floor(now) + seconds}
+            )
         except DatabaseError as exc:
             raise StoreUnavailable(f"database: {type(exc).__name__}: {exc}") from exc
 
@@ -348,6 +369,15 @@ class RateLimiter:
     def clear(self, bucket: str) -> None:
         """Forget ``bucket``'s window (an operator lifting a lock). Raises ``StoreUnavailable``."""
         self.store.clear(f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}")
+
+    def remember(self, bucket: str, *, seconds: int, now: float | None = None) -> None:
+        """Mark ``bucket`` for ``seconds`` from now (``peek`` then counts 1 in it), whether or
+        not it was marked before. Never raises: a failing store remembers nothing."""
+        now = time.time() if now is None else now
+        try:
+            self.store.put(f"{settings.RATE_LIMIT_KEY_PREFIX}:{bucket}", seconds=seconds, now=now)
+        except StoreUnavailable as exc:
+            self.health.record_failure(str(exc))
 
     def status(self) -> dict[str, Any]:
         return {"ok": True, "store": self.store.name, **self.health.snapshot()}

@@ -42,7 +42,7 @@ def queued(monkeypatch):
     monkeypatch.setattr(
         send_password_reset_email,
         "apply_async",
-        lambda args, retry: queue.append(args),
+        lambda args, retry: queue.append(list(args)),  # a tuple or a list: Celery takes both
     )
     return queue
 

@@ -1,8 +1,10 @@
 """Lift a login lock: ``manage.py login_unlock owner@example.com 203.0.113.7``.
 
 The login throttle (``accounts/throttle.py``) locks one address on one network after too many
-failed attempts, for the rest of its hourly window. This forgets that window now. An IPv6
-address stands for its /64, as the throttle counts it.
+failed attempts, for the rest of its hourly window, and refuses addresses without standing on a
+network whose budget for them is used up. This forgets the pair's window now and gives the pair
+standing, as a successful login would. An IPv6 address stands for its /64, as the throttle
+counts it.
 """
 
 from __future__ import annotations
