@@ -44,7 +44,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from bench.common import Tree, children, wait_http, web
-from bench.load import WRK_DIR
+from bench.load import WRK_DIR, wrk_line
 
 TOKEN = "/api/oauth/zapier/token"
 LOGIN = "/accounts/login/"
@@ -104,7 +104,10 @@ def login_form(base: str) -> tuple[str, str]:
         cookies = response.headers.get_all("Set-Cookie") or []
         page = response.read().decode()
     cookie = next(c.split(";", 1)[0] for c in cookies if c.startswith("csrftoken="))
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    if found is None:
+        raise ValueError("the login page has no CSRF token")
+    token = found.group(1)
     return cookie, token
 
 
@@ -126,7 +129,7 @@ def flood(url: str, seconds: float, *, body: str | None, headers: str = "") -> d
     env["BENCH_HEADERS"] = headers
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     return {
-        "requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "requests_per_s": float(wrk_line(r"Requests/sec:\s+([\d.]+)", out)),
         "statuses": {int(s): int(n) for s, n in re.findall(r"^Status (\d+): (\d+)$", out, re.M)},
     }
 

@@ -42,7 +42,7 @@ def _ms(value: str) -> float:
     return float(number) * _UNITS[unit]
 
 
-def _wrk_line(pattern: str, output: str) -> str:
+def wrk_line(pattern: str, output: str) -> str:
     """The first group of ``pattern`` (multiline) in wrk's output, which always prints it."""
     match = re.search(pattern, output, re.M)
     if match is None:
@@ -51,10 +51,10 @@ def _wrk_line(pattern: str, output: str) -> str:
 
 
 def parse_wrk(output: str, name: str) -> LoadResult:
-    rps = float(_wrk_line(r"Requests/sec:\s+([\d.]+)", output))
-    p50 = _ms(_wrk_line(r"^\s+50%\s+(\S+)", output))
-    p99 = _ms(_wrk_line(r"^\s+99%\s+(\S+)", output))
-    total = int(_wrk_line(r"(\d+) requests in", output))
+    rps = float(wrk_line(r"Requests/sec:\s+([\d.]+)", output))
+    p50 = _ms(wrk_line(r"^\s+50%\s+(\S+)", output))
+    p99 = _ms(wrk_line(r"^\s+99%\s+(\S+)", output))
+    total = int(wrk_line(r"(\d+) requests in", output))
     non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
     errors = re.search(
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output

@@ -144,11 +144,11 @@ def write_path(new: Tree, args, old: Tree | None = None) -> dict:
             levels.append(l4(old, f"L4 send-review-request, {kind} [old]", **env))
     l4_fresh, l4_dups = 2, (4 if old is not None else 3)
     results, rounds = measure_in_rounds(levels, args)
-    l4 = results[l4_fresh]
+    fresh = results[l4_fresh]
     paced = at_fixed_rate(
         new.base + SEND,
         "write.lua",
-        0.8 * l4.requests_per_s,
+        0.8 * fresh.requests_per_s,
         args,
         "L4 fresh at 80% of its max",
         BENCH_HEADERS=f"Authorization: Bearer {new.token}",
@@ -161,8 +161,8 @@ def write_path(new: Tree, args, old: Tree | None = None) -> dict:
             "L4/L2 (30% dups)": median_ratio(rounds, l4_dups, 1),
             "L2/L1": median_ratio(rounds, 1, 0),
         },
-        "l4_fresh_requests_per_s": l4.requests_per_s,
-        "paced": {"target_rate": round(0.8 * l4.requests_per_s, 1), "p99_ms": paced.p99_ms},
+        "l4_fresh_requests_per_s": fresh.requests_per_s,
+        "paced": {"target_rate": round(0.8 * fresh.requests_per_s, 1), "p99_ms": paced.p99_ms},
         "comparison": write_figures(rounds, pairs),
     }
 
