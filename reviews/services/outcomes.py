@@ -21,6 +21,7 @@ from ..channels import Sent
 from ..channels.sms import UNSUBSCRIBED_CODE
 from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
 from .lifecycle import (
+    OwnerReads,
     review_request_advance,
     review_request_lock,
     review_request_lock_by_message,
@@ -38,11 +39,11 @@ def message_record_sent(
     attempt: int,
     sent: Sent,
     to_address: str,
-    policy: BusinessSettings | None = None,
+    owner: OwnerReads | None = None,
 ) -> None:
     """The provider accepted the message: ``sent``, then its request moves on.
 
-    ``policy``: the owner's settings when the caller holds them (a send batch)."""
+    ``owner``: what the caller already read about the request's owner (a send batch)."""
     now = timezone.now()
     with transaction.atomic():
         request = review_request_lock(request_id=request_id)
@@ -62,7 +63,7 @@ def message_record_sent(
             # A status callback recorded it first (same SID), or staff moved the row on.
             logger.info("send outcome already recorded", extra={"message_id": message_id})
             return
-        review_request_note_sent(request=request, at=now, policy=policy)
+        review_request_note_sent(request=request, at=now, owner=owner)
 
 
 def message_record_failure(

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from core.metrics import MESSAGES, PROVIDER_LATENCY
+from events.services import event_types_subscribed
 
 from .. import db, rendering
 from ..channels import (
@@ -54,6 +55,7 @@ from ..models import (
     MessageTemplate,
     ReviewRequest,
 )
+from .lifecycle import OwnerReads
 from .outcomes import (
     message_record_cancelled,
     message_record_failure,
@@ -81,18 +83,25 @@ class SendResult:
 class SendBatch:
     """What one ``messages_send`` call reads once for all its rows: each owner, their settings
     (a cache round trip and a model built from it per read, ~10 % of a worker's CPU in a
-    drain) and their wording of each step.
+    drain), the event types they subscribe to (two queries fewer per sent message) and their
+    wording of each step.
     A batch lasts well under a minute; a change saved meanwhile applies from the next batch
     on, as if the batch's later rows had gone out a moment earlier."""
 
-    policies: dict[object, BusinessSettings] = field(default_factory=dict)
+    reads: dict[object, OwnerReads] = field(default_factory=dict)
     owners: dict[object, User] = field(default_factory=dict)
     templates: dict[tuple, MessageTemplate | None] = field(default_factory=dict)
 
+    def reads_for(self, owner: User) -> OwnerReads:
+        if owner.pk not in self.reads:
+            self.reads[owner.pk] = OwnerReads(
+                policy=BusinessSettings.for_owner(owner),
+                subscribed=event_types_subscribed(owner_id=owner.pk),
+            )
+        return self.reads[owner.pk]
+
     def policy_for(self, owner: User) -> BusinessSettings:
-        if owner.pk not in self.policies:
-            self.policies[owner.pk] = BusinessSettings.for_owner(owner)
-        return self.policies[owner.pk]
+        return self.reads_for(owner).policy
 
     def owner(self, owner_id: object) -> User:
         if owner_id not in self.owners:
@@ -244,7 +253,7 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
             attempt=attempt,
             sent=sent,
             to_address=outgoing.to,
-            policy=policy,
+            owner=batch.reads_for(message.review_request.owner),
         )
     )
     return SendResult.SENT
