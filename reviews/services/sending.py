@@ -53,7 +53,6 @@ from ..models import (
     Channel,
     Message,
     MessageTemplate,
-    ReviewRequest,
 )
 from .lifecycle import OwnerReads
 from .outcomes import (
@@ -260,17 +259,14 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
 
 
 def _claim(message_id: str, batch: SendBatch) -> Message | str:
-    """``queued → sending`` (``db.message_claim``), then the pre-send rule on a fresh read of
-    the request and contact: the claimed message, with its request, contact and owner, or the
-    ``SendResult`` saying why nothing is to be sent."""
+    """``queued → sending`` (``db.message_claim``, which reads the request and contact as the
+    claim leaves them), then the pre-send rule: the claimed message, with its request, contact
+    and owner, or the ``SendResult`` saying why nothing is to be sent."""
     message = db.message_claim(message_id=message_id, now=timezone.now())
     if message is None:
         return SendResult.SKIPPED  # claimed by another run, cancelled, or already done
-    # Read after the claim committed: whatever a click, an opt-out or a cancel committed
-    # before it is seen.
-    request = ReviewRequest.objects.select_related("contact").get(pk=message.review_request_id)
+    request = message.review_request
     request.owner = batch.owner(request.owner_id)
-    message.review_request = request
     refusal = message.refusal()
     if refusal:
         message_record_cancelled(message_id=message_id, attempt=message.attempts, reason=refusal)
