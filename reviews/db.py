@@ -16,6 +16,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection, models, transaction
 
@@ -63,8 +64,8 @@ def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list
     API write: ``Contact.objects.select_for_update().filter(Q(email_normalized=...) |
     Q(phone=...), owner=owner).order_by("pk")``.
     """
-    field = Contact._meta.get_field
-    matches, params = [], [field("owner").get_db_prep_value(owner.pk, connection)]
+    matches: list[str] = []
+    params: list[Any] = [User._meta.pk.get_db_prep_value(owner.pk, connection)]
     if email_normalized:
         matches.append("email_normalized = %s")
         params.append(email_normalized)
@@ -108,11 +109,15 @@ def review_request_insert(
 
     SQLite (no data-modifying CTEs): ``bulk_create`` model by model.
     """
-    groups = [[contact] if contact is not None else [], [request], list(messages)]
+    groups: list[list[models.Model]] = [
+        [contact] if contact is not None else [],
+        [request],
+        list(messages),
+    ]
     groups = [rows for rows in groups if rows]
     if connection.vendor != "postgresql":
         for rows in groups:
-            type(rows[0]).objects.bulk_create(rows)
+            type(rows[0])._default_manager.bulk_create(rows)
         return
     params = [json.dumps([_row(obj) for obj in rows], default=_json_value) for rows in groups]
     with connection.cursor() as cursor:
@@ -130,7 +135,7 @@ def _insert_sql(models_in_order: tuple[type[models.Model], ...]) -> str:
     inserts = []
     for model in models_in_order:
         table = qn(model._meta.db_table)
-        columns = ", ".join(qn(field.column) for field in model._meta.concrete_fields)
+        columns = ", ".join(qn(_column(field)) for field in model._meta.concrete_fields)
         inserts.append(
             f"INSERT INTO {table} ({columns}) SELECT {columns} "
             f"FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb)"
@@ -145,7 +150,13 @@ def _row(obj: models.Model) -> dict[str, object]:
     # on PostgreSQL it returns every value of these models' field types unchanged, but for
     # wrapping a JSONField's value for psycopg, and here the JSON array carries that value
     # itself. (The rows read back field for field as created: tests/reviews/test_add_contact.)
-    return {field.column: field.pre_save(obj, True) for field in obj._meta.concrete_fields}
+    return {_column(field): field.pre_save(obj, True) for field in obj._meta.concrete_fields}
+
+
+def _column(field: models.Field[Any, Any]) -> str:
+    """A concrete field's column (``Field.column`` is typed optional for the others)."""
+    assert field.column is not None
+    return field.column
 
 
 def _json_value(value: object) -> object:
@@ -186,17 +197,22 @@ def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
     lock): the UPDATE, the request's and that read in one transaction.
     """
     sql, field_names = _claim_sql()
-    message_id = Message._meta.pk.get_db_prep_value(message_id, connection)
+    pk: Any = Message._meta.pk.get_db_prep_value(message_id, connection)
     now = Message._meta.get_field("sending_at").get_db_prep_value(now, connection)
-    claim_params = [
+    claim_params: list[Any] = [
         Message.Status.SENDING,
         now,
         now,
         Channel.SMS,
-        message_id,
+        pk,
         Message.Status.QUEUED,
     ]
-    start_params = [ReviewRequest.Status.SENDING, now, now, ReviewRequest.Status.SCHEDULED]
+    start_params: list[Any] = [
+        ReviewRequest.Status.SENDING,
+        now,
+        now,
+        ReviewRequest.Status.SCHEDULED,
+    ]
     if connection.vendor != "postgresql":
         with transaction.atomic():
             found = list(Message.objects.raw(f"{sql.claim} RETURNING *", claim_params))
@@ -214,16 +230,15 @@ def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
             )
         return message
     with connection.cursor() as cursor:
-        cursor.execute(sql.combined, [message_id, *claim_params, *start_params])
+        cursor.execute(sql.combined, [pk, *claim_params, *start_params])
         row = cursor.fetchone()
     if row is None:
         return None
-    loaded = []
-    for model, names in zip((Message, ReviewRequest, Contact), field_names, strict=True):
-        loaded.append(model.from_db(connection.alias, names, row[: len(names)]))
-        row = row[len(names) :]
-    message, request, contact = loaded
-    request.contact = contact
+    message_names, request_names, contact_names = field_names
+    ends = (len(message_names), len(message_names) + len(request_names))
+    message = Message.from_db(connection.alias, message_names, row[: ends[0]])
+    request = ReviewRequest.from_db(connection.alias, request_names, row[ends[0] : ends[1]])
+    request.contact = Contact.from_db(connection.alias, contact_names, row[ends[1] :])
     message.review_request = request
     return message
 
@@ -256,7 +271,7 @@ def _claim_sql() -> tuple[_ClaimSql, tuple[list[str], ...]]:
         for model in (Message, ReviewRequest, Contact)
     ]
     columns = ", ".join(
-        f"{alias}.{qn(f.column)}"
+        f"{alias}.{qn(_column(f))}"
         for alias, group in zip(("claimed", "request", "contact"), fields, strict=True)
         for f in group
     )

@@ -21,7 +21,7 @@ from ..representations import review_request_object
 from ..selectors import review_request_latest
 
 # A request ending in one of these statuses is reported (opted_out: ``contact.opted_out``).
-ENDING_EVENTS = {
+ENDING_EVENTS: dict[str, EventType] = {
     ReviewRequest.Status.COMPLETED: EventType.REVIEW_REQUEST_COMPLETED,
     ReviewRequest.Status.FAILED: EventType.REVIEW_REQUEST_FAILED,
     ReviewRequest.Status.CANCELLED: EventType.REVIEW_REQUEST_CANCELLED,
@@ -67,7 +67,11 @@ def review_request_click_record(*, request: ReviewRequest, click: Click, at: dat
         request=request,
         type=EventType.REVIEW_REQUEST_CLICKED,
         at=at,
-        click={"site": click.site.label, "url": click.url, "clicked_at": iso_utc(at)},
+        click={
+            "site": click.site.label if click.site else None,  # a site deleted since: null
+            "url": click.url,
+            "clicked_at": iso_utc(at),
+        },
     )
 
 

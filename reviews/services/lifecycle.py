@@ -15,6 +15,7 @@ opt-out does, ``clicked``/``cancelled`` at once.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +47,7 @@ class OwnerReads:
     subscribed: frozenset[str]
 
 
-def review_request_lock(*, request_id) -> ReviewRequest:
+def review_request_lock(*, request_id: uuid.UUID | str) -> ReviewRequest:
     """Lock one request (call inside a transaction) and return it with its contact and owner,
     ready for ``review_request_advance(..., locked=True)``."""
     return (
@@ -56,7 +57,9 @@ def review_request_lock(*, request_id) -> ReviewRequest:
     )
 
 
-def review_request_lock_by_message(*, message_id, load: bool = False) -> ReviewRequest | None:
+def review_request_lock_by_message(
+    *, message_id: uuid.UUID | str, load: bool = False
+) -> ReviewRequest | None:
     """Lock a message's request before the message itself (call inside a transaction);
     ``None`` when there is no such message. ``load``: with its contact and owner."""
     requests = ReviewRequest.objects.select_for_update(of=("self",)).filter(messages__pk=message_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 def message_record_sent(
     *,
     message_id: str,
-    request_id,
+    request_id: uuid.UUID,
     attempt: int,
     sent: Sent,
     to_address: str,
@@ -176,7 +177,7 @@ def backoff_seconds(attempt: int, *, retry_after: float | None = None) -> float:
         settings.DELIVERY_RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0),
     )
     delay = ceiling * random.uniform(0.5, 1.0)  # jitter, not security
-    return max(delay, retry_after or 0.0)
+    return float(max(delay, retry_after or 0.0))
 
 
 def message_record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
