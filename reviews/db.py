@@ -281,11 +281,12 @@ def _claim_sql() -> tuple[_ClaimSql, tuple[list[str], ...]]:
         f"claimed AS ({claim} AND review_request_id IN (SELECT id FROM locked) RETURNING *), "
         f"started AS ({start} (SELECT review_request_id FROM claimed WHERE step = 0) "
         "RETURNING *), "
-        # The request as this statement leaves it: the started row, or else the table's.
-        f"request AS (SELECT * FROM started UNION ALL SELECT * FROM {r} WHERE id IN "
+        # The request as this statement leaves it: the started row, or else the table's. Each
+        # row found by its key (scalar subqueries: index lookups, whatever the estimates).
+        f"request AS (SELECT * FROM started UNION ALL SELECT * FROM {r} WHERE id = "
         "(SELECT review_request_id FROM claimed) AND NOT EXISTS (SELECT FROM started)) "
-        f"SELECT {columns} FROM claimed JOIN request ON request.id = claimed.review_request_id "
-        f"JOIN {c} contact ON contact.id = request.contact_id"
+        f"SELECT {columns} FROM claimed, request, {c} contact "
+        "WHERE contact.id = (SELECT contact_id FROM request)"
     )
     names = tuple([f.attname for f in group] for group in fields)
     return _ClaimSql(claim, start, combined), names
