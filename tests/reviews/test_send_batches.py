@@ -187,9 +187,10 @@ def test_a_batch_reads_each_owners_settings_once_and_the_next_batch_afresh(
 @pytest.mark.django_db
 def test_a_batch_costs_a_fixed_number_of_statements_per_sent_row(business, twilio):
     """A guard against statements creeping back into the send path: per row the claim (which
-    reads the request and contact too), the recorded outcome (the request locked, the message, the request's messages,
-    the next step, the request); per batch the owner, their wording and their subscriptions.
-    An owner with no webhook subscription pays no event query per row."""
+    reads the request and contact too), the recorded outcome (the request locked, the message,
+    the request's messages, the next step, the request); per batch the owner, their wording
+    and their subscriptions. An owner with no webhook subscription pays no event query per
+    row."""
     for _ in range(4):
         sms_request(business)
     claimed = messages_dispatch_due().claimed
