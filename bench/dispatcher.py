@@ -312,7 +312,7 @@ def _drain(owner, count: int, workers, fake, bound: float, using: str = "default
     report["cpu_ms_per_message"] = {
         key: round(1000 * value / max(count, 1), 2) for key, value in cpu.items() if key != "wall"
     }
-    report["machine_busy"] = round(cpu["busy"] / max(cpu["wall"] * os.cpu_count(), 1e-6), 2)
+    report["machine_busy"] = round(cpu["busy"] / max(cpu["wall"] * (os.cpu_count() or 1), 1e-6), 2)
     return report
 
 
