@@ -184,6 +184,7 @@ def test_a_batch_reads_each_owners_settings_once_and_the_next_batch_afresh(
     assert reads == [business.pk, business.pk]
 
 
+@pytest.mark.postgres  # SQLite's claim is three statements (no data-modifying CTEs)
 @pytest.mark.django_db
 def test_a_batch_costs_a_fixed_number_of_statements_per_sent_row(business, twilio):
     """A guard against statements creeping back into the send path: per row the claim (which
