@@ -15,6 +15,8 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection, models, transaction
 
@@ -62,8 +64,8 @@ def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list
     API write: ``Contact.objects.select_for_update().filter(Q(email_normalized=...) |
     Q(phone=...), owner=owner).order_by("pk")``.
     """
-    field = Contact._meta.get_field
-    matches, params = [], [field("owner").get_db_prep_value(owner.pk, connection)]
+    matches: list[str] = []
+    params: list[Any] = [User._meta.pk.get_db_prep_value(owner.pk, connection)]
     if email_normalized:
         matches.append("email_normalized = %s")
         params.append(email_normalized)
@@ -107,11 +109,15 @@ def review_request_insert(
 
     SQLite (no data-modifying CTEs): ``bulk_create`` model by model.
     """
-    groups = [[contact] if contact is not None else [], [request], list(messages)]
+    groups: list[list[models.Model]] = [
+        [contact] if contact is not None else [],
+        [request],
+        list(messages),
+    ]
     groups = [rows for rows in groups if rows]
     if connection.vendor != "postgresql":
         for rows in groups:
-            type(rows[0]).objects.bulk_create(rows)
+            type(rows[0])._default_manager.bulk_create(rows)
         return
     params = [json.dumps([_row(obj) for obj in rows], default=_json_value) for rows in groups]
     with connection.cursor() as cursor:
@@ -129,7 +135,7 @@ def _insert_sql(models_in_order: tuple[type[models.Model], ...]) -> str:
     inserts = []
     for model in models_in_order:
         table = qn(model._meta.db_table)
-        columns = ", ".join(qn(field.column) for field in model._meta.concrete_fields)
+        columns = ", ".join(qn(_column(field)) for field in model._meta.concrete_fields)
         inserts.append(
             f"INSERT INTO {table} ({columns}) SELECT {columns} "
             f"FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb)"
@@ -144,7 +150,13 @@ def _row(obj: models.Model) -> dict[str, object]:
     # on PostgreSQL it returns every value of these models' field types unchanged, but for
     # wrapping a JSONField's value for psycopg, and here the JSON array carries that value
     # itself. (The rows read back field for field as created: tests/reviews/test_add_contact.)
-    return {field.column: field.pre_save(obj, True) for field in obj._meta.concrete_fields}
+    return {_column(field): field.pre_save(obj, True) for field in obj._meta.concrete_fields}
+
+
+def _column(field: models.Field[Any, Any]) -> str:
+    """A concrete field's column (``Field.column`` is typed optional for the others)."""
+    assert field.column is not None
+    return field.column
 
 
 def _json_value(value: object) -> object:
@@ -162,61 +174,119 @@ def _json_value(value: object) -> object:
 def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
     """Claim a queued message for its send (``queued → sending``, ``attempts + 1``, the address
     captured for reconciling an unknown outcome) and move a first step's request ``scheduled →
-    sending``; the claimed message, or ``None`` when it is not queued (another worker claimed
-    it, it was cancelled, or this is a redelivered task whose first run claimed it).
+    sending``; the claimed message with its request and the request's contact loaded (what
+    the pre-send rule and the wording need), or ``None`` when it is not queued (another
+    worker claimed it, it was cancelled, or this is a redelivered task whose first run
+    claimed it).
 
     Committed before it returns. The message's status is what every writer that stops a
-    message changes (an opt-out, a click, a cancel move it out of ``queued``), so finding it
-    queued is the claim's linearisation point; the pre-send rule (``Message.refusal``) is then
-    checked on a fresh read.
+    message changes (an opt-out, a click, a cancel move it out of ``queued``, with the request
+    locked), so finding it queued is the claim's linearisation point; the pre-send rule
+    (``Message.refusal``) is then checked on the rows this claim read.
 
     PostgreSQL: one statement. The message's request is locked first (request before message:
     the lock order of every transaction that changes both, so it never deadlocks with an
-    opt-out, a click or a recorded outcome), then the conditional UPDATE, then the request.
-    Replaces ``transaction.atomic()`` around locking the request (``select_for_update``), the
-    conditional ``update()`` and the request's ``save()``: BEGIN, three statements the ORM
-    compiles on every send, COMMIT. SQLite (no data-modifying CTEs; one writer at a time, so
-    nothing to lock): the UPDATE and the request's in one transaction.
+    opt-out, a click or a recorded outcome), then the conditional UPDATE, then the request,
+    and the three rows come back as they are after it (the contact's ``metadata`` is left to
+    load on access: a JSON column is the one type here that psycopg does not return as the
+    model holds it). Replaces ``transaction.atomic()`` around locking the request
+    (``select_for_update``), the conditional ``update()`` and the request's ``save()``: BEGIN,
+    three statements the ORM compiles on every send, COMMIT (drain x1.18); and the read of the
+    request with its contact after it, ``select_related("contact").get()``
+    (docs/benchmarks.md). SQLite (no data-modifying CTEs; one writer at a time, so nothing to
+    lock): the UPDATE, the request's and that read in one transaction.
     """
+    sql, field_names = _claim_sql()
+    pk: Any = Message._meta.pk.get_db_prep_value(message_id, connection)
+    now = Message._meta.get_field("sending_at").get_db_prep_value(now, connection)
+    claim_params: list[Any] = [
+        Message.Status.SENDING,
+        now,
+        now,
+        Channel.SMS,
+        pk,
+        Message.Status.QUEUED,
+    ]
+    start_params: list[Any] = [
+        ReviewRequest.Status.SENDING,
+        now,
+        now,
+        ReviewRequest.Status.SCHEDULED,
+    ]
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            found = list(Message.objects.raw(f"{sql.claim} RETURNING *", claim_params))
+            if not found:
+                return None
+            message = found[0]
+            if message.step == 0:
+                request_id = ReviewRequest._meta.pk.get_db_prep_value(
+                    message.review_request_id, connection
+                )
+                with connection.cursor() as cursor:
+                    cursor.execute(f"{sql.start} (%s)", [*start_params, request_id])
+            message.review_request = ReviewRequest.objects.select_related("contact").get(
+                pk=message.review_request_id
+            )
+        return message
+    with connection.cursor() as cursor:
+        cursor.execute(sql.combined, [pk, *claim_params, *start_params])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    message_names, request_names, contact_names = field_names
+    ends = (len(message_names), len(message_names) + len(request_names))
+    message = Message.from_db(connection.alias, message_names, row[: ends[0]])
+    request = ReviewRequest.from_db(connection.alias, request_names, row[ends[0] : ends[1]])
+    request.contact = Contact.from_db(connection.alias, contact_names, row[ends[1] :])
+    message.review_request = request
+    return message
+
+
+@dataclass(frozen=True)
+class _ClaimSql:
+    claim: str  # the conditional UPDATE of the message (no RETURNING)
+    start: str  # the request's UPDATE, ending in "id IN " (a list or subquery follows)
+    combined: str  # PostgreSQL: the whole claim in one statement
+
+
+@functools.cache
+def _claim_sql() -> tuple[_ClaimSql, tuple[list[str], ...]]:
+    """``message_claim``'s statements, and the fields its PostgreSQL statement returns, per
+    model (every concrete field, but the JSON ones)."""
     qn = connection.ops.quote_name
     m, r, c = (qn(model._meta.db_table) for model in (Message, ReviewRequest, Contact))
-    message_id = Message._meta.pk.get_db_prep_value(message_id, connection)
-    now = Message._meta.get_field("sending_at").get_db_prep_value(now, connection)
     claim = (
         f"UPDATE {m} SET status = %s, sending_at = %s, updated_at = %s, attempts = attempts + 1, "
         f"to_address = COALESCE((SELECT CASE WHEN {m}.channel = %s THEN c.phone ELSE c.email END "
         f"FROM {r} r JOIN {c} c ON c.id = r.contact_id WHERE r.id = {m}.review_request_id), '') "
         "WHERE id = %s AND status = %s"
     )
-    claim_params = [
-        Message.Status.SENDING,
-        now,
-        now,
-        Channel.SMS,
-        message_id,
-        Message.Status.QUEUED,
-    ]
     start = (
         f"UPDATE {r} SET status = %s, sending_at = COALESCE(sending_at, %s), updated_at = %s "
         "WHERE status = %s AND id IN "
     )
-    start_params = [ReviewRequest.Status.SENDING, now, now, ReviewRequest.Status.SCHEDULED]
-    if connection.vendor != "postgresql":
-        with transaction.atomic():
-            found = list(Message.objects.raw(f"{claim} RETURNING *", claim_params))
-            if found and found[0].step == 0:
-                with connection.cursor() as cursor:
-                    request_id = ReviewRequest._meta.pk.get_db_prep_value(
-                        found[0].review_request_id, connection
-                    )
-                    cursor.execute(f"{start} (%s)", [*start_params, request_id])
-        return found[0] if found else None
-    sql = (
+    fields = [
+        [f for f in model._meta.concrete_fields if not isinstance(f, models.JSONField)]
+        for model in (Message, ReviewRequest, Contact)
+    ]
+    columns = ", ".join(
+        f"{alias}.{qn(_column(f))}"
+        for alias, group in zip(("claimed", "request", "contact"), fields, strict=True)
+        for f in group
+    )
+    combined = (
         f"WITH locked AS (SELECT id FROM {r} WHERE id = (SELECT review_request_id FROM {m} "
         "WHERE id = %s) FOR UPDATE), "
         f"claimed AS ({claim} AND review_request_id IN (SELECT id FROM locked) RETURNING *), "
-        f"started AS ({start} (SELECT review_request_id FROM claimed WHERE step = 0)) "
-        "SELECT * FROM claimed"
+        f"started AS ({start} (SELECT review_request_id FROM claimed WHERE step = 0) "
+        "RETURNING *), "
+        # The request as this statement leaves it: the started row, or else the table's. Each
+        # row found by its key (scalar subqueries: index lookups, whatever the estimates).
+        f"request AS (SELECT * FROM started UNION ALL SELECT * FROM {r} WHERE id = "
+        "(SELECT review_request_id FROM claimed) AND NOT EXISTS (SELECT FROM started)) "
+        f"SELECT {columns} FROM claimed, request, {c} contact "
+        "WHERE contact.id = (SELECT contact_id FROM request)"
     )
-    found = list(Message.objects.raw(sql, [message_id, *claim_params, *start_params]))
-    return found[0] if found else None
+    names = tuple([f.attname for f in group] for group in fields)
+    return _ClaimSql(claim, start, combined), names

@@ -80,7 +80,7 @@ class ProviderRecord:
     error_code: str = ""
 
 
-def request_never_left(exc: BaseException) -> bool:
+def request_never_left(exc: BaseException | None) -> bool:
     """Whether an HTTP error happened before the request could reach the server.
 
     True only for failures to connect (refused, DNS, connect timeout): nothing was sent. A
@@ -104,7 +104,7 @@ def request_never_left(exc: BaseException) -> bool:
     return False
 
 
-def is_http_error(exc: BaseException) -> bool:
+def is_http_error(exc: BaseException | None) -> bool:
     """A transport-level error from requests/urllib3 (possibly wrapped by an SDK)."""
     seen = 0
     while exc is not None and seen < 5:

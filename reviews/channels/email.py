@@ -61,8 +61,8 @@ class DjangoEmail:
         message.attach_alternative(email.html, "text/html")
         # The outbox backend names its file after our message id; anymail ESPs echo metadata
         # back in tracking webhooks, which lets us match events even before we stored their id.
-        message.outbox_name = email.message_id
-        message.metadata = {"message_id": email.message_id}
+        setattr(message, "outbox_name", email.message_id)  # noqa: B010  # read by the backends
+        setattr(message, "metadata", {"message_id": email.message_id})  # noqa: B010
         if not isinstance(self.connection, OutboxEmailBackend):
             message.extra_headers.setdefault("Message-ID", make_msgid(domain=_domain()))
         try:

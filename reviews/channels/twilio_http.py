@@ -22,6 +22,7 @@ import base64
 import logging
 import os
 from json import dumps
+from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 
 import requests
@@ -56,6 +57,7 @@ class PooledHttpClient(HttpClient):
             **_tls_options(base_url),
         }
         proxy = _proxy_for(base_url)
+        self.pool: urllib3.PoolManager
         if proxy:
             self.pool = urllib3.ProxyManager(proxy, proxy_headers=_proxy_headers(proxy), **options)
         else:
@@ -88,7 +90,7 @@ class PooledHttpClient(HttpClient):
             user, password = auth
             token = base64.b64encode(f"{user}:{password}".encode("latin-1")).decode("ascii")
             headers["Authorization"] = f"Basic {token}"
-        options = {}
+        options: dict[str, Any] = {}
         if timeout is not None:
             if timeout <= 0:
                 raise ValueError(timeout)

@@ -8,6 +8,7 @@ the event (click, feedback, opt-out). docs/events.md is the catalogue.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from datetime import datetime
 from typing import Any
 
@@ -28,9 +29,20 @@ ENDING_EVENTS: dict[str, EventType] = {
 
 
 def review_request_event_record(
-    *, request: ReviewRequest, type: str, at: datetime, **details: Any
+    *,
+    request: ReviewRequest,
+    type: str,
+    at: datetime,
+    subscribed: Container[str] | None = None,
+    **details: Any,
 ) -> None:
-    """Report ``type`` about ``request`` (its state as changed in memory, saved or not yet)."""
+    """Report ``type`` about ``request`` (its state as changed in memory, saved or not yet).
+
+    ``subscribed``: the owner's subscribed event types when the caller read them already
+    (``events.services.event_types_subscribed``, once per send batch); a type not in it is
+    not recorded, without asking the database again."""
+    if subscribed is not None and type not in subscribed:
+        return
 
     def data() -> dict[str, Any]:
         return {**_request_data(request), **details}
@@ -38,13 +50,16 @@ def review_request_event_record(
     event_record(owner_id=request.owner_id, type=type, data=data, occurred_at=at)
 
 
-def review_request_ending_record(*, request: ReviewRequest, at: datetime) -> None:
-    """Report the ending ``request`` just reached, if it is one that is reported."""
+def review_request_ending_record(
+    *, request: ReviewRequest, at: datetime, subscribed: Container[str] | None = None
+) -> None:
+    """Report the ending ``request`` just reached, if it is one that is reported
+    (``subscribed``: as for ``review_request_event_record``)."""
     type = ENDING_EVENTS.get(request.status)
     if type is None:
         return
     details = {"reason": request.ended_detail} if type != EventType.REVIEW_REQUEST_COMPLETED else {}
-    review_request_event_record(request=request, type=type, at=at, **details)
+    review_request_event_record(request=request, type=type, at=at, subscribed=subscribed, **details)
 
 
 def review_request_click_record(*, request: ReviewRequest, click: Click, at: datetime) -> None:
@@ -55,7 +70,11 @@ def review_request_click_record(*, request: ReviewRequest, click: Click, at: dat
         request=request,
         type=EventType.REVIEW_REQUEST_CLICKED,
         at=at,
-        click={"site": click.site.label, "url": click.url, "clicked_at": iso_utc(at)},
+        click={
+            "site": click.site.label if click.site else None,  # a site deleted since: null
+            "url": click.url,
+            "clicked_at": iso_utc(at),
+        },
     )
 
 

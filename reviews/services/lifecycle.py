@@ -15,7 +15,9 @@ opt-out does, ``clicked``/``cancelled`` at once.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -34,7 +36,18 @@ IN_FLIGHT_STATUSES = frozenset(
 )
 
 
-def review_request_lock(*, request_id) -> ReviewRequest:
+@dataclass(frozen=True)
+class OwnerReads:
+    """What a caller already read about a request's owner (a send batch reads it once for all
+    its rows): their settings, and the event types they subscribe to
+    (``events.services.event_types_subscribed``). A change saved meanwhile applies from the
+    caller's next batch on, as if its later rows had been recorded a moment earlier."""
+
+    policy: BusinessSettings
+    subscribed: frozenset[str]
+
+
+def review_request_lock(*, request_id: uuid.UUID | str) -> ReviewRequest:
     """Lock one request (call inside a transaction) and return it with its contact and owner,
     ready for ``review_request_advance(..., locked=True)``."""
     return (
@@ -44,7 +57,9 @@ def review_request_lock(*, request_id) -> ReviewRequest:
     )
 
 
-def review_request_lock_by_message(*, message_id, load: bool = False) -> ReviewRequest | None:
+def review_request_lock_by_message(
+    *, message_id: uuid.UUID | str, load: bool = False
+) -> ReviewRequest | None:
     """Lock a message's request before the message itself (call inside a transaction);
     ``None`` when there is no such message. ``load``: with its contact and owner."""
     requests = ReviewRequest.objects.select_for_update(of=("self",)).filter(messages__pk=message_id)
@@ -54,16 +69,21 @@ def review_request_lock_by_message(*, message_id, load: bool = False) -> ReviewR
 
 
 def review_request_note_sent(
-    *, request: ReviewRequest, at: datetime, policy: BusinessSettings | None = None
+    *, request: ReviewRequest, at: datetime, owner: OwnerReads | None = None
 ) -> None:
     """In the transaction that moved one of ``request``'s messages to sent (``request`` locked
     by ``review_request_lock``): the request is sent, and its next step is planned.
 
-    ``policy``: the owner's settings when the caller already holds them (a send batch)."""
+    ``owner``: what the caller already read about the request's owner (a send batch)."""
     changed: list[str] = []
     if request.status in (ReviewRequest.Status.SCHEDULED, ReviewRequest.Status.SENDING):
         changed = request.transition(ReviewRequest.Status.SENT, at=at)
-        review_request_event_record(request=request, type=EventType.REVIEW_REQUEST_SENT, at=at)
+        review_request_event_record(
+            request=request,
+            type=EventType.REVIEW_REQUEST_SENT,
+            at=at,
+            subscribed=owner.subscribed if owner else None,
+        )
     elif request.sent_at is None:
         # Ended (opted out, cancelled) while this message was already with the provider: it
         # still reached the contact, which the cooldown must know.
@@ -75,7 +95,7 @@ def review_request_note_sent(
         at=at,
         locked=True,
         changed=changed,
-        policy=policy,
+        owner=owner,
     )
 
 
@@ -87,7 +107,7 @@ def review_request_advance(
     bad_channel: str | None = None,
     locked: bool = False,
     changed: Sequence[str] = (),
-    policy: BusinessSettings | None = None,
+    owner: OwnerReads | None = None,
 ) -> None:
     """Decide what comes next for an active request; call inside a transaction.
 
@@ -97,7 +117,8 @@ def review_request_advance(
     ``locked``: ``request`` was just locked in this transaction with its contact and owner
     (``review_request_lock``), so it is not read again. ``changed``: fields of that locked
     request the caller changed and has not saved yet, saved here with the request's own
-    changes in one UPDATE.
+    changes in one UPDATE. ``owner``: what the caller already read about the request's owner
+    (a send batch), not read again.
     """
     if changed and not locked:
         raise ValueError("the changed fields of a request that advance reads again are lost")
@@ -105,7 +126,7 @@ def review_request_advance(
     # request itself with the fresh contact.
     if not locked:
         request = review_request_lock(request_id=request.pk)
-    fields = [*changed, *_next(request, cause=cause, at=at, bad_channel=bad_channel, policy=policy)]
+    fields = [*changed, *_next(request, cause=cause, at=at, bad_channel=bad_channel, owner=owner)]
     if fields:
         request.save(update_fields=list(dict.fromkeys(fields)))
 
@@ -116,7 +137,7 @@ def _next(
     cause: str,
     at: datetime,
     bad_channel: str | None,
-    policy: BusinessSettings | None,
+    owner: OwnerReads | None,
 ) -> list[str]:
     """``review_request_advance`` on the locked request; returns the request's changed fields
     (unsaved)."""
@@ -139,7 +160,7 @@ def _next(
     first = messages[0] if messages else None
     following = next((m for m in messages if m.status == Message.Status.PLANNED), None)
     if first is not None and first.sent_at is not None and following is not None:
-        policy = policy or BusinessSettings.for_owner(request.owner)
+        policy = owner.policy if owner else BusinessSettings.for_owner(request.owner)
         following.due_at = policy.send_time(
             channel=following.channel,
             requested=first.sent_at + following.planned_offset,
@@ -151,11 +172,20 @@ def _next(
         if following.due_at <= timezone.now():
             transaction.on_commit(dispatcher_kick)
         return []
-    return _end(request, cause=cause, at=at, contact=contact, messages=messages)
+    subscribed = owner.subscribed if owner else None
+    return _end(
+        request, cause=cause, at=at, contact=contact, messages=messages, subscribed=subscribed
+    )
 
 
 def _end(
-    request: ReviewRequest, *, cause: str, at: datetime, contact: Contact, messages: list[Message]
+    request: ReviewRequest,
+    *,
+    cause: str,
+    at: datetime,
+    contact: Contact,
+    messages: list[Message],
+    subscribed: frozenset[str] | None,
 ) -> list[str]:
     """End the request (unsaved: returns its changed fields) and cancel its unsent messages.
     ``messages``: all of the request's messages, locked in this transaction."""
@@ -184,7 +214,7 @@ def _end(
         )
         detail = "No channel of this request's messages can reach the contact any more."
     changed = request.transition(to, at=at, reason=reason, detail=detail)
-    review_request_ending_record(request=request, at=at)
+    review_request_ending_record(request=request, at=at, subscribed=subscribed)
     if any(m.status in Message.CANCELLABLE_STATUSES for m in messages):
         # Locked above, and a request's messages are all created with it: when none of them
         # is open, the UPDATE would find nothing.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -21,6 +22,7 @@ from ..channels import Sent
 from ..channels.sms import UNSUBSCRIBED_CODE
 from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
 from .lifecycle import (
+    OwnerReads,
     review_request_advance,
     review_request_lock,
     review_request_lock_by_message,
@@ -34,15 +36,15 @@ logger = logging.getLogger(__name__)
 def message_record_sent(
     *,
     message_id: str,
-    request_id,
+    request_id: uuid.UUID,
     attempt: int,
     sent: Sent,
     to_address: str,
-    policy: BusinessSettings | None = None,
+    owner: OwnerReads | None = None,
 ) -> None:
     """The provider accepted the message: ``sent``, then its request moves on.
 
-    ``policy``: the owner's settings when the caller holds them (a send batch)."""
+    ``owner``: what the caller already read about the request's owner (a send batch)."""
     now = timezone.now()
     with transaction.atomic():
         request = review_request_lock(request_id=request_id)
@@ -62,7 +64,7 @@ def message_record_sent(
             # A status callback recorded it first (same SID), or staff moved the row on.
             logger.info("send outcome already recorded", extra={"message_id": message_id})
             return
-        review_request_note_sent(request=request, at=now, policy=policy)
+        review_request_note_sent(request=request, at=now, owner=owner)
 
 
 def message_record_failure(
@@ -175,7 +177,7 @@ def backoff_seconds(attempt: int, *, retry_after: float | None = None) -> float:
         settings.DELIVERY_RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0),
     )
     delay = ceiling * random.uniform(0.5, 1.0)  # jitter, not security
-    return max(delay, retry_after or 0.0)
+    return float(max(delay, retry_after or 0.0))
 
 
 def message_record_cancelled(*, message_id: str, attempt: int, reason: str) -> None:
@@ -183,21 +185,18 @@ def message_record_cancelled(*, message_id: str, attempt: int, reason: str) -> N
     the request ended meanwhile): ``cancelled``, and the request moves on without it."""
     now = timezone.now()
     with transaction.atomic():
-        request = review_request_lock_by_message(message_id=message_id, load=True)
-        message = (
-            Message.objects.filter(pk=message_id, attempts=attempt, status=Message.Status.SENDING)
-            .select_for_update(of=("self",))
-            .first()
+        found = _record_not_sent(
+            message_id=message_id,
+            attempt=attempt,
+            to=Message.Status.CANCELLED,
+            at=now,
+            reason=reason,
         )
-        if message is None:
-            return
-        message.last_error = reason
-        message.save(
-            update_fields=[*message.transition(Message.Status.CANCELLED, at=now), "last_error"]
-        )
-        review_request_advance(
-            request=request, cause=ReviewRequest.Status.OPTED_OUT, at=now, locked=True
-        )
+        if found is not None:
+            request, _ = found
+            review_request_advance(
+                request=request, cause=ReviewRequest.Status.OPTED_OUT, at=now, locked=True
+            )
 
 
 def message_record_held(*, message_id: str, attempt: int, reason: str) -> None:
@@ -206,27 +205,42 @@ def message_record_held(*, message_id: str, attempt: int, reason: str) -> None:
     ``messages_release_waiting``; a first message's request is ``scheduled`` again."""
     now = timezone.now()
     with transaction.atomic():
-        request = review_request_lock_by_message(message_id=message_id, load=True)
-        message = (
-            Message.objects.filter(pk=message_id, attempts=attempt, status=Message.Status.SENDING)
-            .select_for_update(of=("self",))
-            .first()
+        found = _record_not_sent(
+            message_id=message_id,
+            attempt=attempt,
+            to=Message.Status.PLANNED,
+            at=now,
+            reason=reason,
+            due_at=None,
+            last_error_code=Message.WAITING_FOR_REVIEW_SITE,
         )
-        if message is None:
+        if found is None:
             return
-        message.due_at, message.last_error = None, reason
-        message.last_error_code = Message.WAITING_FOR_REVIEW_SITE
-        message.save(
-            update_fields=[
-                *message.transition(Message.Status.PLANNED, at=now),
-                "due_at",
-                "last_error",
-                "last_error_code",
-            ]
-        )
+        request, message = found
         if message.step == 0 and request.status == ReviewRequest.Status.SENDING:
             request.save(update_fields=request.transition(ReviewRequest.Status.SCHEDULED, at=now))
     logger.info("message held: it waits for a review site", extra={"message_id": message_id})
+
+
+def _record_not_sent(
+    *, message_id: str, attempt: int, to: str, at: datetime, reason: str, **fields: object
+) -> tuple[ReviewRequest, Message] | None:
+    """In a transaction: a claimed attempt that did not go out moves ``to`` with the reason
+    (and ``fields``), its request locked first; the request (with its contact and owner) and
+    the message, or ``None`` when the attempt was recorded already."""
+    request = review_request_lock_by_message(message_id=message_id, load=True)
+    message = (
+        Message.objects.filter(pk=message_id, attempts=attempt, status=Message.Status.SENDING)
+        .select_for_update(of=("self",))
+        .first()
+    )
+    if request is None or message is None:
+        return None
+    message.last_error = reason
+    for name, value in fields.items():
+        setattr(message, name, value)
+    message.save(update_fields=[*message.transition(to, at=at), "last_error", *fields])
+    return request, message
 
 
 def message_record_unknown(*, message_id: str, attempt: int, code: str, reason: str) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from reviews import db, services, tasks
 from reviews.models import BusinessSettings, Message
@@ -181,3 +182,21 @@ def test_a_batch_reads_each_owners_settings_once_and_the_next_batch_afresh(
     # The next batch reads afresh (a change saved in between applies to it).
     assert messages_send(message_ids=claimed[2:]) == ["sent"]
     assert reads == [business.pk, business.pk]
+
+
+@pytest.mark.postgres  # SQLite's claim is three statements (no data-modifying CTEs)
+@pytest.mark.django_db
+def test_a_batch_costs_a_fixed_number_of_statements_per_sent_row(business, twilio):
+    """A guard against statements creeping back into the send path: per row the claim (which
+    reads the request and contact too), the recorded outcome (the request locked, the message,
+    the request's messages, the next step, the request); per batch the owner, their wording
+    and their subscriptions. An owner with no webhook subscription pays no event query per
+    row."""
+    for _ in range(4):
+        sms_request(business)
+    claimed = messages_dispatch_due().claimed
+    with CaptureQueriesContext(connection) as queries:
+        assert messages_send(message_ids=claimed) == ["sent"] * 4
+    # The test's own transaction turns each outcome's into a savepoint: not counted.
+    statements = [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) <= 6 * 4 + 3
