@@ -28,6 +28,7 @@ from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..models import Message
@@ -151,17 +152,17 @@ def send_batches(message_ids: list[str]) -> list[list[str]]:
     return [message_ids[start : start + size] for start in range(0, len(message_ids), size)]
 
 
-def _due(now: datetime):
+def _due(now: datetime) -> QuerySet[Message]:
     return Message.objects.filter(status=Message.Status.PENDING, due_at__lte=now)
 
 
-def _queued_expired(now: datetime):
+def _queued_expired(now: datetime) -> QuerySet[Message]:
     """Queued past the lease: no task claimed it, so nothing was sent."""
     cutoff = now - timedelta(seconds=settings.DELIVERY_QUEUED_LEASE_SECONDS)
     return Message.objects.filter(status=Message.Status.QUEUED, updated_at__lt=cutoff)
 
 
-def _sending_expired(now: datetime):
+def _sending_expired(now: datetime) -> QuerySet[Message]:
     """Sending past the lease: a task claimed it and never recorded the outcome."""
     cutoff = now - timedelta(seconds=settings.DELIVERY_SENDING_LEASE_SECONDS)
     return Message.objects.filter(status=Message.Status.SENDING, updated_at__lt=cutoff)

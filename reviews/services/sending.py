@@ -276,7 +276,7 @@ def _claim(message_id: str, batch: SendBatch) -> Message | str:
         message_record_cancelled(message_id=message_id, attempt=message.attempts, reason=refusal)
         return SendResult.CANCELLED
     policy = batch.policy_for(request.owner)
-    has_review_site: bool = policy.has_review_site  # type: ignore[attr-defined]  # for_owner sets it
+    has_review_site = policy.has_review_site
     hold = message.hold_reason(has_review_site=has_review_site)
     if hold:
         message_record_held(message_id=message_id, attempt=message.attempts, reason=hold)
