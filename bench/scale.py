@@ -93,10 +93,14 @@ LOAD = [
     FROM generate_series(1, %(small)s) AS n
     """,
     """
-    INSERT INTO reviews_businesssettings
+    INSERT INTO reviews_businesssettings (owner_id, initial_channel, follow_up_offsets_hours,
+        follow_up_other_channel, cooldown_days, send_window_start, send_window_end,
+        send_window_applies_to, default_delay_hours, created_at, updated_at, postal_address,
+        sender_name, notify_feedback)
     SELECT u.id, s.initial_channel, s.follow_up_offsets_hours, s.follow_up_other_channel,
         s.cooldown_days, s.send_window_start, s.send_window_end, s.send_window_applies_to,
-        s.default_delay_hours, s.created_at, s.updated_at, s.postal_address, s.sender_name
+        s.default_delay_hours, s.created_at, s.updated_at, s.postal_address, s.sender_name,
+        s.notify_feedback
     FROM accounts_user u, reviews_businesssettings s
     WHERE u.email LIKE '%%@small.bench.example' AND s.owner_id = %(owner)s
     """,
