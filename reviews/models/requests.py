@@ -373,9 +373,12 @@ class Message(models.Model):
             ),
         ]
         indexes = [
-            # The dispatcher's scan: due pending rows only, so the index stays small.
+            # The dispatcher's claim: due pending rows only, so the index stays small, in the
+            # claim's order (due_at, id), so a claim reads its batch, not every due row.
             models.Index(
-                fields=["due_at"], condition=Q(status="pending"), name="reviews_message_due"
+                fields=["due_at", "id"],
+                condition=Q(status="pending"),
+                name="reviews_message_due_claim",
             ),
             # Lease recovery of rows stuck in queued/sending.
             models.Index(
