@@ -96,7 +96,7 @@ class ReviewRequest(models.Model):
         Status.CANCELLED: frozenset(),
         Status.OPTED_OUT: frozenset(),
     }
-    STATUS_TIMESTAMPS = {
+    STATUS_TIMESTAMPS: dict[str, str] = {
         Status.SENDING: "sending_at",
         Status.SENT: "sent_at",
         Status.DELIVERED: "delivered_at",
@@ -322,7 +322,7 @@ class Message(models.Model):
         Status.FAILED: frozenset({Status.PENDING}),
         Status.CANCELLED: frozenset(),
     }
-    STATUS_TIMESTAMPS = {
+    STATUS_TIMESTAMPS: dict[str, str] = {
         Status.QUEUED: "queued_at",
         Status.SENDING: "sending_at",
         Status.SENT: "sent_at",
