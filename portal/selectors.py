@@ -50,16 +50,21 @@ def review_requests_list(
     ``status`` keeps one status; ``search`` finds an e-mail address or phone number (typed any
     way; read with the owner's ``default_region``), or names, company and e-mail containing
     every word (``reviews.selectors.contact_search``). Each is served by an index: the owner's
-    ``(owner, [status,] created_at, id)`` keys, the contact's unique keys or trigram index.
+    ``(owner, [status,] created_at, id)`` keys, the contact's unique (owner, e-mail) and (owner,
+    phone) keys for a whole address, its trigram index for the rest.
     """
     requests = ReviewRequest.objects.filter(owner=owner)
     if status:
         requests = requests.filter(status=status)
     if search.strip():
+        # The contact's owner too (always the request's): a whole e-mail or phone number is then
+        # an equality on the owner's unique key, not a lookup in the trigram index, whose cost
+        # grows with the table (~11 ms at 1M contacts against ~0.05 ms).
         requests = requests.filter(
             reviews_selectors.contact_search(
                 search=search, region=owner.default_region, prefix="contact__"
-            )
+            ),
+            contact__owner=owner,
         )
     return requests.select_related("contact").prefetch_related(
         Prefetch(
