@@ -213,11 +213,14 @@ class Activity:
 
 def activity(*, owner: User, days: int | None) -> Activity:
     """The owner's activity over the last ``days`` days (today included; ``None``: the last
-    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (one
-    indexed range query per series, in the current time zone's days), summed per week when the
+    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (the
+    rollup's closed hours, then one query over indexed ranges for the hours after them, in the
+    current time zone's days), summed per week when the
     period is longer than a month. Weeks end today, so the newest point is a whole week."""
-    step = 1 if days and days <= DAILY_UP_TO_DAYS else 7
-    points = days if step == 1 else -(-(days or ALL_TIME_WEEKS * 7) // 7)
+    if days and days <= DAILY_UP_TO_DAYS:
+        step, points = 1, days
+    else:
+        step, points = 7, -(-(days or ALL_TIME_WEEKS * 7) // 7)
     first_day = timezone.localdate() - timedelta(days=points * step - 1)
     counts = reviews_selectors.review_request_daily_counts(
         owner_id=owner.pk,
