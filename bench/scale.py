@@ -9,7 +9,8 @@ For each size (default 10,000 and 1,000,000 review requests of one business; ``-
    the business's contacts, one request each spread over two years, ~3 messages per request
    (statuses, timestamps and errors as the service leaves them), clicks and opt-out events;
    199 small businesses alongside (``--small-requests`` each); then ``VACUUM ANALYZE`` (what
-   autovacuum does on a live database);
+   autovacuum does on a live database) and ``rebuild_activity_rollup`` (the dashboards' rollup,
+   as after a restore);
 3. each page with Django's test ``Client`` (logged in, in-process: the figures are the page's
    own work, not gunicorn's or the network's), ``--repeat`` times after one warm-up: median and
    max ms and the queries it ran. Then the write path (``POST /api/zapier/send-review-request``
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import statistics
@@ -93,10 +95,14 @@ LOAD = [
     FROM generate_series(1, %(small)s) AS n
     """,
     """
-    INSERT INTO reviews_businesssettings
+    INSERT INTO reviews_businesssettings (owner_id, initial_channel, follow_up_offsets_hours,
+        follow_up_other_channel, cooldown_days, send_window_start, send_window_end,
+        send_window_applies_to, default_delay_hours, created_at, updated_at, postal_address,
+        sender_name, notify_feedback)
     SELECT u.id, s.initial_channel, s.follow_up_offsets_hours, s.follow_up_other_channel,
         s.cooldown_days, s.send_window_start, s.send_window_end, s.send_window_applies_to,
-        s.default_delay_hours, s.created_at, s.updated_at, s.postal_address, s.sender_name
+        s.default_delay_hours, s.created_at, s.updated_at, s.postal_address, s.sender_name,
+        s.notify_feedback
     FROM accounts_user u, reviews_businesssettings s
     WHERE u.email LIKE '%%@small.bench.example' AND s.owner_id = %(owner)s
     """,
@@ -228,9 +234,10 @@ def load(
 ) -> dict:
     """Insert the data set (the newest ``due`` requests of the business due now); returns
     seconds per step and the row counts. ``vacuum=False``: ANALYZE only (in a transaction)."""
+    from django.core.management import call_command
     from django.db import connection
 
-    params = {
+    params: dict[str, str | int] = {
         "owner": owner_id,
         "size": size,
         "small": small,
@@ -252,8 +259,18 @@ def load(
         started = time.perf_counter()
         cursor.execute("VACUUM ANALYZE" if vacuum else "ANALYZE")
         timings["VACUUM ANALYZE"] = round(time.perf_counter() - started, 1)
+        # The derived table, as after a restore: the dashboards' rollup from the base tables.
+        started = time.perf_counter()
+        call_command("rebuild_activity_rollup", stdout=io.StringIO())
+        cursor.execute("ANALYZE reviews_activityrollup")
+        timings["rebuild_activity_rollup"] = round(time.perf_counter() - started, 1)
         counts = {}
-        for table in ("reviews_contact", "reviews_reviewrequest", "reviews_message"):
+        for table in (
+            "reviews_contact",
+            "reviews_reviewrequest",
+            "reviews_message",
+            "reviews_activityrollup",
+        ):
             cursor.execute(f"SELECT reltuples::bigint FROM pg_class WHERE relname = '{table}'")
             counts[table] = cursor.fetchone()[0]
     return {"seconds": timings, "rows": counts}

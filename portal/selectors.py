@@ -50,16 +50,21 @@ def review_requests_list(
     ``status`` keeps one status; ``search`` finds an e-mail address or phone number (typed any
     way; read with the owner's ``default_region``), or names, company and e-mail containing
     every word (``reviews.selectors.contact_search``). Each is served by an index: the owner's
-    ``(owner, [status,] created_at, id)`` keys, the contact's unique keys or trigram index.
+    ``(owner, [status,] created_at, id)`` keys, the contact's unique (owner, e-mail) and (owner,
+    phone) keys for a whole address, its trigram index for the rest.
     """
     requests = ReviewRequest.objects.filter(owner=owner)
     if status:
         requests = requests.filter(status=status)
     if search.strip():
+        # The contact's owner too (always the request's): a whole e-mail or phone number is then
+        # an equality on the owner's unique key, not a lookup in the trigram index, whose cost
+        # grows with the table (~11 ms at 1M contacts against ~0.05 ms).
         requests = requests.filter(
             reviews_selectors.contact_search(
                 search=search, region=owner.default_region, prefix="contact__"
-            )
+            ),
+            contact__owner=owner,
         )
     return requests.select_related("contact").prefetch_related(
         Prefetch(
@@ -208,11 +213,14 @@ class Activity:
 
 def activity(*, owner: User, days: int | None) -> Activity:
     """The owner's activity over the last ``days`` days (today included; ``None``: the last
-    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (one
-    indexed range query per series, in the current time zone's days), summed per week when the
+    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (the
+    rollup's closed hours, then one query over indexed ranges for the hours after them, in the
+    current time zone's days), summed per week when the
     period is longer than a month. Weeks end today, so the newest point is a whole week."""
-    step = 1 if days and days <= DAILY_UP_TO_DAYS else 7
-    points = days if step == 1 else -(-(days or ALL_TIME_WEEKS * 7) // 7)
+    if days and days <= DAILY_UP_TO_DAYS:
+        step, points = 1, days
+    else:
+        step, points = 7, -(-(days or ALL_TIME_WEEKS * 7) // 7)
     first_day = timezone.localdate() - timedelta(days=points * step - 1)
     counts = reviews_selectors.review_request_daily_counts(
         owner_id=owner.pk,

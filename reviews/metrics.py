@@ -1,6 +1,6 @@
 """Delivery metrics read from the database at each scrape of /metrics (core.metrics).
 
-One query over the partial index of due pending rows (``reviews_message_due``): their count
+One query over the partial index of due pending rows (``reviews_message_due_claim``): their count
 and the oldest due time. Registered by ``ReviewsConfig.ready``. (Unknown outcomes are counted
 as they happen: ``rr_messages_total{outcome="unknown"}``.)
 """

@@ -65,3 +65,11 @@ def purge_opt_out_events() -> None:
 def feedback_notify_owner_task(feedback_id: int) -> None:
     """Queued when feedback is stored (after commit). At most one e-mail per feedback."""
     services.feedback_notify_owner(feedback_id=feedback_id)
+
+
+@shared_task(name="reviews.tasks.refresh_activity_rollup", acks_late=True)
+def refresh_activity_rollup() -> None:
+    """Beat, every few minutes: roll up the hours closed since the last run (the dashboards)."""
+    from .services.activity_rollup import activity_rollup_refresh  # one block, appended
+
+    activity_rollup_refresh()

@@ -10,7 +10,7 @@ from django.test import Client
 from accounts.models import User
 from bench import scale
 from reviews.dashboard import staff_dashboard
-from reviews.models import Click, Contact, Message, OptOutEvent, ReviewRequest
+from reviews.models import ActivityRollup, Click, Contact, Message, OptOutEvent, ReviewRequest
 from reviews.services import business_create
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +63,8 @@ def test_the_data_set_has_every_table_and_the_states_the_service_leaves(loaded):
     data = staff_dashboard(owner_id=owner.pk)
     assert 0 < data.series[0].total < SIZE // 5
     assert data.failure_reasons and data.sent_in_period
+    # The dashboards' rollup rebuilt after the load, as after a restore.
+    assert ActivityRollup.objects.filter(owner=owner, metric="sent").exists()
 
 
 def test_every_measured_page_answers_on_the_data_set(loaded):

@@ -4,7 +4,8 @@
 * ``business``: what a business configures: ``ReviewSite``, ``BusinessSettings`` (the policy:
   channels, follow-ups, cooldown, sending window), ``MessageTemplate``;
 * ``requests``: ``ReviewRequest`` and its ``Message`` rows (the state machines the delivery
-  engine drives), ``Click`` and ``Feedback``.
+  engine drives), ``Click`` and ``Feedback``;
+* ``rollup``: ``ActivityRollup``, the dashboards' events per owner and hour (derived data).
 
 Row rules and state transitions live on the models; workflows that touch several rows live in
 ``reviews/services/``. The data model is described in ``docs/architecture.md``.
@@ -33,6 +34,7 @@ from .requests import (
     messages_for,
     new_public_token,
 )
+from .rollup import ActivityRollup, ActivityRollupState
 
 __all__ = [
     "MAX_EMAIL_TEMPLATE_CHARS",
@@ -40,6 +42,8 @@ __all__ = [
     "MAX_SMS_TEMPLATE_CHARS",
     "SAMPLE_MERGE_VALUES",
     "STOP_LINE",
+    "ActivityRollup",
+    "ActivityRollupState",
     "BusinessSettings",
     "Channel",
     "Click",

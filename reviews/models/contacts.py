@@ -93,6 +93,21 @@ class Contact(models.Model):
             # phone use a trigram index on PostgreSQL (migration 0006; not in the model state,
             # as SQLite has no such index).
             models.Index(fields=["-created_at", "-id"], name="reviews_contact_created"),
+            # The admin list's filters, newest first among the rows they keep: opted out (of
+            # SMS, of e-mail, of either: a few per cent of contacts), and each channel.
+            models.Index(
+                fields=["-created_at", "-id"],
+                condition=Q(sms_opted_out_at__isnull=False) | Q(email_opted_out_at__isnull=False),
+                name="reviews_contact_opted_out",
+            ),
+            models.Index(
+                fields=["-created_at", "-id"], condition=~Q(phone=""), name="reviews_contact_sms"
+            ),
+            models.Index(
+                fields=["-created_at", "-id"],
+                condition=~Q(email_normalized=""),
+                name="reviews_contact_email",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -193,7 +208,7 @@ class OptOutEvent(models.Model):
         OPT_IN = "opt_in", "Opted back in"
 
     id = models.BigAutoField(primary_key=True)
-    owner = models.ForeignKey(  # indexed by reviews_optout_address (owner, address)
+    owner = models.ForeignKey(  # indexed by reviews_optout_owner_recent (owner, created_at)
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="opt_out_events",
@@ -221,7 +236,13 @@ class OptOutEvent(models.Model):
                 name="reviews_optout_event_once",
             ),
         ]
-        indexes = [models.Index(fields=["owner", "address"], name="reviews_optout_address")]
+        indexes = [
+            # One business's audit: its dashboard's opt-outs of a period, a request's timeline,
+            # the owner's cascade.
+            models.Index(fields=["owner", "created_at"], name="reviews_optout_owner_recent"),
+            # The admin's search: one address, across businesses.
+            models.Index(fields=["address"], name="reviews_optout_search"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} of {self.channel} by {self.address} ({self.source})"

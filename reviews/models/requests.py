@@ -96,7 +96,7 @@ class ReviewRequest(models.Model):
         Status.CANCELLED: frozenset(),
         Status.OPTED_OUT: frozenset(),
     }
-    STATUS_TIMESTAMPS = {
+    STATUS_TIMESTAMPS: dict[str, str] = {
         Status.SENDING: "sending_at",
         Status.SENT: "sent_at",
         Status.DELIVERED: "delivered_at",
@@ -322,7 +322,7 @@ class Message(models.Model):
         Status.FAILED: frozenset({Status.PENDING}),
         Status.CANCELLED: frozenset(),
     }
-    STATUS_TIMESTAMPS = {
+    STATUS_TIMESTAMPS: dict[str, str] = {
         Status.QUEUED: "queued_at",
         Status.SENDING: "sending_at",
         Status.SENT: "sent_at",
@@ -373,9 +373,12 @@ class Message(models.Model):
             ),
         ]
         indexes = [
-            # The dispatcher's scan: due pending rows only, so the index stays small.
+            # The dispatcher's claim: due pending rows only, so the index stays small, in the
+            # claim's order (due_at, id), so a claim reads its batch, not every due row.
             models.Index(
-                fields=["due_at"], condition=Q(status="pending"), name="reviews_message_due"
+                fields=["due_at", "id"],
+                condition=Q(status="pending"),
+                name="reviews_message_due_claim",
             ),
             # Lease recovery of rows stuck in queued/sending.
             models.Index(

@@ -106,6 +106,22 @@ def test_search_reads_an_index_and_finds_the_contact_typed_any_way(big_owner, br
     assert names(browser.get("/", {"q": search})) == ["Maria Garcia"]
 
 
+@pytest.mark.parametrize(
+    ("search", "key"),
+    [
+        ("maria.garcia@example.COM", "reviews_contact_owner_email_unique"),
+        ("(415) 555-0199", "reviews_contact_owner_phone_unique"),
+    ],
+)
+def test_a_whole_address_reads_the_owners_unique_key(big_owner, search, key):
+    """Not the trigram index: an equality there intersects the posting lists of every trigram
+    of the address, which grow with the table."""
+    requests = review_requests_list(owner=big_owner, search=search)
+    for queryset in (keyset_slice(requests, size=25), requests.order_by()[:1001]):
+        used = indexes_used(queryset)
+        assert key in used and "reviews_contact_search_trgm" not in used, used
+
+
 def test_a_page_costs_the_same_few_queries_at_any_depth(
     big_owner, browser, django_assert_max_num_queries
 ):

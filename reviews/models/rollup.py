@@ -1,0 +1,71 @@
+"""The dashboards' rollup: how many events of each kind happened per owner and per UTC hour.
+
+Derived data, never the source of truth: ``reviews.services.activity_rollup`` fills it from the
+base tables (requests, messages, opt-out events), counting each event in the hour of its own
+timestamp (a request in the hour it was sent, clicked...), so an hour's counts stop changing
+once its events are written. ``ActivityRollupState`` says which hours it holds; every other hour
+is read from the base tables. Hourly UTC buckets serve every time zone whose offset is a whole
+number of hours (the staff dashboard's ``TIME_ZONE``, most owners' zones); the readers
+(``reviews.selectors``) read the base tables for the others.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from .contacts import Channel
+
+
+class ActivityRollup(models.Model):
+    class Metric(models.TextChoices):
+        # One per series of reviews.selectors.DAILY_SERIES (requests, by their timestamp).
+        SCHEDULED = "scheduled", "Requests scheduled"
+        SENT = "sent", "Requests sent"
+        DELIVERED = "delivered", "Requests delivered (a receipt, or a click)"
+        CLICKED = "clicked", "Requests clicked"
+        FAILED = "failed", "Requests failed"
+        OPTED_OUT = "opted_out", "Requests opted out"
+        # Messages that failed (channel; detail: the error code).
+        MESSAGE_FAILED = "message_failed", "Messages failed"
+        # Opt-out audit events (channel; detail: the source).
+        OPT_OUT = "opt_out", "Opt-outs"
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.ForeignKey(  # indexed by reviews_rollup_owner_hour (owner, hour)
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    hour = models.DateTimeField(help_text="The start of the UTC hour counted.")
+    metric = models.CharField(max_length=20, choices=Metric.choices)
+    channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
+    detail = models.CharField(max_length=64, blank=True, help_text="Error code or source.")
+    count = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            # Everyone's hours (the staff dashboard) and a refresh's window: ranges of ``hour``.
+            models.UniqueConstraint(
+                fields=["hour", "owner", "metric", "channel", "detail"],
+                name="reviews_rollup_hour_unique",
+            ),
+        ]
+        # One owner's hours (the portal's chart, the staff dashboard of one business).
+        indexes = [models.Index(fields=["owner", "hour"], name="reviews_rollup_owner_hour")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.metric} {self.channel} {self.detail} at {self.hour:%Y-%m-%d %H}h: {self.count}"
+        )
+
+
+class ActivityRollupState(models.Model):
+    """One row (``key`` "activity"): the hours ``ActivityRollup`` holds, ``[covered_from,
+    closed_until)`` (``covered_from`` None: since the first event). Locked by each refresh."""
+
+    key = models.CharField(max_length=20, primary_key=True)
+    covered_from = models.DateTimeField(null=True, blank=True)
+    closed_until = models.DateTimeField()
+    refreshed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.covered_from or 'start'} to {self.closed_until}"
