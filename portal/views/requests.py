@@ -33,7 +33,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @owner_page
 @require_http_methods(["GET", "HEAD"])
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: OwnerRequest) -> HttpResponse:
     """The owner's review requests (newest first, filtered, in keyset pages: ``?after=`` /
     ``?before=`` an opaque cursor) and the funnel."""
     form = RequestFilterForm(request.GET)

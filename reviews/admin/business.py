@@ -268,7 +268,7 @@ class MessageTemplateAdmin(admin.ModelAdmin):
             errors["channel"] = ["Choose the channel."]
         if not str(step).isdigit() or int(step) > MAX_FOLLOW_UPS:
             errors["step"] = [f"A step from 0 to {MAX_FOLLOW_UPS}."]
-        if not errors:
+        if owner is not None and not errors:
             try:
                 draft = services.message_template_draft(
                     owner=owner,
@@ -295,7 +295,7 @@ class MessageTemplateAdmin(admin.ModelAdmin):
 def _object_from_url(request: HttpRequest) -> MessageTemplate | None:
     """The saved template whose change page asks for the preview (the page's ``_template``
     hidden field), else None (the add page)."""
-    pk = request.POST.get("_template")
+    pk = request.POST.get("_template", "")
     return MessageTemplate.objects.filter(pk=pk).first() if is_uuid(pk) else None
 
 

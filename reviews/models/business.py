@@ -75,7 +75,7 @@ class ReviewSite(models.Model):
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
 
     @staticmethod
-    def listed_by(owner_id: object) -> bool:
+    def listed_by(owner_id: uuid.UUID) -> bool:
         """Whether the business lists at least one review site: no review request or follow-up
         goes out before it does (``Message.hold_reason``)."""
         return ReviewSite.objects.filter(owner_id=owner_id).exists()
