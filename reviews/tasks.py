@@ -70,6 +70,4 @@ def feedback_notify_owner_task(feedback_id: int) -> None:
 @shared_task(name="reviews.tasks.refresh_activity_rollup", acks_late=True)
 def refresh_activity_rollup() -> None:
     """Beat, every few minutes: roll up the hours closed since the last run (the dashboards)."""
-    from .services.activity_rollup import activity_rollup_refresh  # one block, appended
-
-    activity_rollup_refresh()
+    services.activity_rollup_refresh()

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from reviews.services.activity_rollup import activity_rollup_rebuild
+from reviews import services
 
 
 class Command(BaseCommand):
@@ -21,7 +21,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.perf_counter()
-        done = activity_rollup_rebuild()
+        done = services.activity_rollup_rebuild()
         self.stdout.write(
             f"Rolled up {done.start:%Y-%m-%d %H:00} to {done.end:%Y-%m-%d %H:00} UTC: "
             f"{done.rows} rows in {time.perf_counter() - started:.1f} s."
