@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from reviews.models import Contact, Message, OptOutEvent, ReviewRequest
@@ -25,8 +26,9 @@ from tests.support.processes import free_port
 pytestmark = pytest.mark.django_db
 
 # Statements of one SMS send with a follow-up to plan (savepoints included: the test runs in a
-# transaction, so each transaction of the send is a savepoint pair).
-BUDGET = 14
+# transaction, so each transaction of the send is a savepoint pair). On PostgreSQL the claim is
+# one statement (reviews/db.py); the embedded SQLite runs its ORM form, a statement more.
+BUDGET = {"postgresql": 14, "sqlite": 15}
 
 
 def reload(obj):
@@ -251,5 +253,5 @@ def test_sending_an_sms_stays_within_its_query_budget(
     assert dispatch_and_send() == ["sent"]  # warms the settings cache
     sms_request(business)
     (message_id,) = messages_dispatch_due().claimed
-    with django_assert_max_num_queries(BUDGET):
+    with django_assert_max_num_queries(BUDGET[connection.vendor]):
         assert message_send(message_id=message_id) == "sent"
