@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import UserFactory
 from tests.support.browser import (
     collect_errors,
     horizontal_overflow,
@@ -12,20 +11,14 @@ from tests.support.browser import (
     screenshot,
     unlabelled_controls,
 )
-from tests.support.portal_data import seed_business
+from tests.support.portal_data import seeded_owner
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def business(transactional_db):
-    owner = UserFactory(
-        email="owner@acme-plumbing.example",
-        business_name="Acme Plumbing",
-        time_zone="America/Los_Angeles",
-    )
-    seed_business(owner)
-    return owner
+    return seeded_owner()
 
 
 def chart_state(page) -> dict:

@@ -11,8 +11,10 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from accounts.models import User
 from reviews.models import Click, Feedback, Message, OptOutEvent, ReviewRequest, ReviewSite
 from reviews.services import contact_add
+from tests.factories import UserFactory
 
 
 def add_request(owner, *, created_at: datetime | None = None, **contact) -> ReviewRequest:
@@ -166,3 +168,15 @@ def seed_business(owner, *, now: datetime | None = None) -> list[ReviewRequest]:
     for request in made:
         request.refresh_from_db()
     return made
+
+
+def seeded_owner() -> User:
+    """Acme Plumbing, an owner in Los Angeles, with ``seed_business``'s data (the browser
+    tests and screenshots of the portal)."""
+    owner = UserFactory.create(
+        email="owner@acme-plumbing.example",
+        business_name="Acme Plumbing",
+        time_zone="America/Los_Angeles",
+    )
+    seed_business(owner)
+    return owner
