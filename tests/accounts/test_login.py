@@ -28,7 +28,7 @@ def test_login_lands_on_the_dashboard_and_logout_on_the_front_page(client):
     UserFactory(email="owner@example.com")
     response = attempt(client, "owner@example.com", DEFAULT_PASSWORD)
     assert response["Location"] == "/"
-    assert b"Review requests added in this period" in client.get("/").content
+    assert b"each counted on the day it happened" in client.get("/").content
     assert client.post("/accounts/logout/")["Location"] == "/"
     assert client.get("/portal/apps/").status_code == 302
 

@@ -53,4 +53,4 @@ def test_a_reset_mail_from_the_worker_lands_in_the_outbox_and_its_link_works(tmp
 
         login = browser.get(f"{svc.base_url}/accounts/login/", timeout=30)
         dashboard = post_form(browser, login, username="owner@example.com", password=NEW_PASSWORD)
-        assert "Review requests added in this period" in dashboard.text
+        assert "each counted on the day it happened" in dashboard.text

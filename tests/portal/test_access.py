@@ -41,10 +41,10 @@ def test_portal_pages_send_anonymous_visitors_to_login(client, path):
 def test_front_page_is_a_landing_page_for_visitors_and_the_dashboard_for_owners(client, owner):
     landing = client.get("/")
     assert b'href="/accounts/login/"' in landing.content
-    assert b"Review requests added in this period" not in landing.content
+    assert b"each counted on the day it happened" not in landing.content
     client.force_login(owner)
     dashboard = client.get("/")
-    assert b"Review requests added in this period" in dashboard.content
+    assert b"each counted on the day it happened" in dashboard.content
     assert "no-store" in dashboard["Cache-Control"]
 
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.selectors import funnel
+from portal.selectors import activity, funnel
 from reviews.models import ReviewRequest
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 
@@ -131,7 +131,6 @@ def test_search_says_when_nothing_matches(browser, owner):
 
 
 def test_funnel_counts_each_stage_reached_with_percentages_of_added(owner, other_owner):
-    now = timezone.now()
     made = [
         add_request(
             owner,
@@ -141,6 +140,7 @@ def test_funnel_counts_each_stage_reached_with_percentages_of_added(owner, other
         )
         for n in range(8)
     ]
+    now = timezone.now()  # what happened to them, after they were added
     for request in made[:6]:
         send_first(request, at=now, delivered=request in made[:3])
     click(made[0], at=now)  # delivered, then clicked
@@ -153,6 +153,30 @@ def test_funnel_counts_each_stage_reached_with_percentages_of_added(owner, other
     assert (numbers.failed, numbers.opted_out) == (1, 1)
     assert [step.percent for step in numbers.steps] == [100.0, 75.0, 50.0, 25.0]
     assert [step.percent for step in numbers.outcomes] == [12.5, 12.5]
+
+
+def test_funnel_counts_each_event_in_the_period_it_happened(owner):
+    """As the chart beside it: a request added before the period and clicked in it counts as
+    a click of the period, not as a request added in it."""
+    now = timezone.now()
+    earlier = add_request(
+        owner, first_name="Earlier", email="e@example.com", created_at=now - timedelta(days=40)
+    )
+    send_first(earlier, at=now - timedelta(days=39), delivered=True)
+    click(earlier, at=now - timedelta(days=3))
+    recent = add_request(
+        owner, first_name="Recent", email="r@example.com", created_at=now - timedelta(days=2)
+    )
+    send_first(recent, at=now - timedelta(days=2))
+
+    def stages(days):
+        numbers = funnel(owner=owner, days=days)
+        return numbers.added, numbers.sent, numbers.delivered, numbers.clicked
+
+    assert stages(30) == (1, 1, 0, 1)
+    assert stages(90) == stages(None) == (2, 2, 1, 1)
+    chart = {s.key: sum(s.counts) for s in activity(owner=owner, days=30).series}
+    assert (chart["scheduled"], chart["sent"], chart["clicked"]) == (1, 1, 1)
 
 
 def test_funnel_covers_the_chosen_period(browser, owner):

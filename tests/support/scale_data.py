@@ -72,3 +72,20 @@ def plan_nodes(plan: dict):
         node, parent = stack.pop()
         yield node, parent
         stack.extend((child, node["Node Type"]) for child in node.get("Plans", ()))
+
+
+def index_access_methods(plan: dict, relation: str) -> set[str]:
+    """The access methods (``btree``, ``gin``...) of the indexes the plan reads on ``relation``."""
+    used = {
+        node["Index Name"]
+        for node, _ in plan_nodes(plan)
+        if "Index Name" in node and node.get("Relation Name", relation) == relation
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT am.amname FROM pg_class i JOIN pg_am am ON am.oid = i.relam"
+            " JOIN pg_index x ON x.indexrelid = i.oid"
+            " WHERE i.relname = ANY(%s) AND x.indrelid = %s::regclass",
+            [list(used), relation],
+        )
+        return {method for (method,) in cursor.fetchall()}

@@ -15,7 +15,13 @@ from django.utils import timezone
 from accounts.models import User
 from reviews.models import Message
 from tests.factories import ContactFactory, ReviewRequestFactory, UserFactory
-from tests.support.scale_data import analyze, load_requests, plan_nodes, remove_all
+from tests.support.scale_data import (
+    analyze,
+    index_access_methods,
+    load_requests,
+    plan_nodes,
+    remove_all,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -38,7 +44,12 @@ def data(django_db_setup, django_db_blocker):
             email_normalized="maria.garcia@example.com",
             phone="+14155550199",
         )
-        ReviewRequestFactory(contact=maria)
+        Message.objects.create(
+            review_request=ReviewRequestFactory(contact=maria),
+            step=1,
+            channel="sms",
+            status="planned",
+        )
         analyze()
         message = Message.objects.filter(review_request__owner=owner).first()
         yield {"owner": owner, "other": other, "message": message}
@@ -95,6 +106,29 @@ CASES = [
 @pytest.mark.parametrize(("model", "params"), CASES)
 def test_list_pages_read_indexes(data, staff, model, params):
     assert_no_table_scan(staff, f"/admin/reviews/{model}/", params)
+
+
+@pytest.mark.parametrize("model", ["reviewrequest", "message", "contact"])
+@pytest.mark.parametrize("search", ["Maria.Garcia@example.com", "+1 415 555 0199"])
+def test_a_whole_address_across_businesses_reads_a_btree_key(data, staff, model, search):
+    """Not the trigram index: an equality there intersects the posting lists of every trigram
+    of the address, which grow with the table (staff name no business, so the owner's unique
+    keys cannot serve)."""
+    with CaptureQueriesContext(connection) as queries:
+        response = staff.get(f"/admin/reviews/{model}/", {"q": search})
+    assert response.context["cl"].result_count == 1
+    searches = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and "reviews_contact" in q["sql"]
+    ]
+    assert searches
+    for sql in searches:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+            (raw,) = cursor.fetchone()
+        plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+        assert index_access_methods(plan, "reviews_contact") == {"btree"}, plan
 
 
 def test_filters_by_owner_and_search_by_provider_id_read_indexes(data, staff):

@@ -1,0 +1,262 @@
+"""Reads of contacts and requests: the search rule shared by the portal and the admin, the lookups
+the services need, and one request's timeline."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from accounts.models import User
+
+from ..models import (
+    Click,
+    Contact,
+    Feedback,
+    Message,
+    OptOutEvent,
+    ReviewRequest,
+)
+from ..normalize import email_search_text, normalize_email, normalize_phone
+
+# Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
+# stored E.164 number. Fewer digits than this are searched as text only.
+MIN_PHONE_DIGITS = 4
+_PHONE_LIKE = re.compile(r"^[\d\s()+.\-]+$")
+
+
+def phone_search_digits(search: str) -> str:
+    """The digits to look for in E.164 numbers when ``search`` is written like a phone number;
+    "" otherwise. A national trunk prefix ("020 7946 0958") or an international one ("00 44")
+    is dropped: stored numbers start with the country code. Used by the portal's and the
+    admin's searches."""
+    digits = re.sub(r"\D", "", search)
+    if not _PHONE_LIKE.match(search) or len(digits) < MIN_PHONE_DIGITS:
+        return ""
+    return digits.lstrip("0")
+
+
+SEARCH_MAX_LENGTH = 100
+SEARCH_MAX_WORDS = 10
+# Regions whose national numbers the admin reads (it serves every business): none, so a number
+# typed without its +country code is searched by its digits.
+_NO_REGION = "ZZ"
+
+
+def contact_search(*, search: str, region: str = "", prefix: str = "") -> Q:
+    """What a person typed in a search box, as a condition on contacts (``prefix`` reaches them
+    from another model: ``"contact__"``). One rule for the portal and the admin, each served by
+    an index:
+
+    * a whole e-mail address: equal to the normalised key (``Alice@Example.com`` finds
+      ``alice@example.com``);
+    * a whole phone number, read with ``region`` (the business's ``default_region``; national
+      numbers need one): equal to the E.164 number;
+    * digits written like a phone number: contained in the stored number ("555 0103");
+    * anything else: every word in a name, the company or the e-mail.
+
+    On PostgreSQL the "contains" conditions are served by the contact's trigram index (migration
+    0006), the equalities by btree keys (the owner's unique ones, or the address's own for a
+    search across businesses: migration 0011); SQLite scans.
+    """
+    search = search.strip()[:SEARCH_MAX_LENGTH]
+    if not search:
+        return Q()
+    if "@" in search:
+        try:
+            _, key = normalize_email(search)
+        except ValidationError:
+            key = ""
+        if key:
+            return Q(**{f"{prefix}email_normalized": key})
+    digits = phone_search_digits(search)
+    if digits:
+        try:
+            return Q(**{f"{prefix}phone": normalize_phone(search, region or _NO_REGION)})
+        except ValidationError:
+            pass
+        # "(415) 555" is part of one phone number, not two words (an e-mail may hold digits too).
+        return Q(**{f"{prefix}phone__contains": digits}) | Q(
+            **{f"{prefix}email_normalized__contains": email_search_text(search)}
+        )
+    condition = Q()
+    for word in search.split()[:SEARCH_MAX_WORDS]:
+        condition &= (
+            Q(**{f"{prefix}first_name__icontains": word})
+            | Q(**{f"{prefix}last_name__icontains": word})
+            | Q(**{f"{prefix}company_name__icontains": word})
+            | Q(**{f"{prefix}email_normalized__contains": email_search_text(word)})
+        )
+    return condition
+
+
+def review_request_blocking(
+    *, contact: Contact, now: datetime, cooldown: timedelta
+) -> ReviewRequest | None:
+    """The request that stops a new one for ``contact``: its active one, else the latest that
+    reached them and ended less than ``cooldown`` ago. ``None`` when a new one may be created."""
+    candidates = ReviewRequest.objects.filter(contact=contact).filter(
+        Q(status__in=ReviewRequest.ACTIVE_STATUSES)
+        | Q(sent_at__isnull=False, ended_at__gt=now - cooldown)
+    )
+    found = list(candidates.order_by("-created_at")[:5])
+    for request in found:
+        if request.is_active:
+            return request
+    return next((r for r in found if r.blocks_new_request(now=now, cooldown=cooldown)), None)
+
+
+def review_request_latest(*, contact: Contact) -> ReviewRequest | None:
+    return ReviewRequest.objects.filter(contact=contact).order_by("-created_at").first()
+
+
+def review_requests_of(
+    *, owner: User, status: str = "", changed_since: datetime | None = None
+) -> QuerySet[ReviewRequest]:
+    """An owner's requests, newest first (``created_at``, then ``id``: a total order, for
+    keyset pagination), with their contacts; optionally one ``status`` and only those changed
+    (``updated_at``) at or after ``changed_since``."""
+    requests = ReviewRequest.objects.filter(owner=owner).select_related("contact")
+    if status:
+        requests = requests.filter(status=status)
+    if changed_since is not None:
+        requests = requests.filter(updated_at__gte=changed_since)
+    return requests.order_by("-created_at", "-id")
+
+
+def contacts_find(*, owner: User, email_key: str = "", phone: str = "") -> list[Contact]:
+    """An owner's contacts with this normalised e-mail (``normalize_email``'s key) or this
+    E.164 phone: at most one each (the dedup keys are unique per owner), the e-mail's first."""
+    match = Q()
+    if email_key:
+        match |= Q(email_normalized=email_key)
+    if phone:
+        match |= Q(phone=phone)
+    if not match:
+        return []
+    found = list(Contact.objects.filter(match, owner=owner))
+    return sorted(found, key=lambda contact: contact.email_normalized != email_key)
+
+
+# --- One request's timeline (owner portal and staff admin) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    at: datetime
+    kind: str  # a CSS hook: added, sent, delivered, failed, clicked, feedback, opt-out, ended...
+    title: str
+    detail: str = ""
+
+
+_MESSAGE_EVENTS = (
+    ("sent_at", "sent", "sent"),
+    ("delivered_at", "delivered", "delivered"),
+    ("unknown_at", "unknown", "outcome unknown: we are checking with the provider"),
+    ("failed_at", "failed", "failed"),
+    ("cancelled_at", "cancelled", "cancelled before it was sent"),
+)
+
+
+_EFFECT_ORDER = {"added": 0, "cancelled": 3, "ended": 4}
+
+
+def _message_name(message: Message) -> str:
+    which = "First message" if message.step == 0 else f"Follow-up {message.step}"
+    return f"{which} ({message.get_channel_display()})"
+
+
+def review_request_timeline(*, review_request: ReviewRequest) -> list[TimelineEvent]:
+    """What happened to one request, oldest first: created, each message's sends, deliveries,
+    failures and cancellations, clicks on review sites (and fetches by link scanners, which
+    did not count), private feedback, opt-outs of the contact, and the end."""
+    request = review_request
+    events = [
+        TimelineEvent(
+            request.created_at,
+            "added",
+            "Review request created",
+            f"First message planned for {_local(request.scheduled_for)}",
+        )
+    ]
+    for message in request.messages.order_by("step"):
+        if message.waiting_for_review_site:
+            events.append(
+                TimelineEvent(
+                    message.updated_at,
+                    "waiting",
+                    f"{_message_name(message)} waiting for a review site",
+                    message.last_error,
+                )
+            )
+        for stamp, kind, verb in _MESSAGE_EVENTS:
+            at = getattr(message, stamp)
+            if at is None:
+                continue
+            detail = ""
+            if kind == "sent" and message.to_address:
+                detail = f"To {message.to_address}"
+            elif kind == "failed":
+                detail = " ".join(
+                    part for part in (message.last_error_code, message.last_error[:300]) if part
+                )
+            events.append(TimelineEvent(at, kind, f"{_message_name(message)} {verb}", detail))
+    for click in Click.objects.filter(review_request=request).select_related("site"):
+        where = click.site.label if click.site else click.url
+        if click.counted:
+            events.append(TimelineEvent(click.created_at, "clicked", f"Clicked through to {where}"))
+        else:
+            events.append(
+                TimelineEvent(
+                    click.created_at,
+                    "ignored",
+                    f"Link to {where} fetched by a machine (not counted)",
+                    click.ignored_reason.replace("_", " "),
+                )
+            )
+    for note in Feedback.objects.filter(review_request=request):
+        events.append(TimelineEvent(note.created_at, "feedback", "Private feedback", note.text))
+    opt_outs = OptOutEvent.objects.filter(
+        owner_id=request.owner_id, contact_id=request.contact_id, created_at__gte=request.created_at
+    )
+    for event in opt_outs:
+        verb = "Opted out of" if event.action == OptOutEvent.Action.OPT_OUT else "Opted back in to"
+        events.append(
+            TimelineEvent(
+                event.created_at,
+                "opt-out" if event.action == OptOutEvent.Action.OPT_OUT else "opt-in",
+                f"{verb} {event.get_channel_display()}",
+                event.get_source_display(),
+            )
+        )
+    if request.ended_at is not None:
+        events.append(
+            TimelineEvent(
+                request.ended_at,
+                "ended",
+                f"Request ended: {request.get_status_display().lower()}",
+                _ending(request),
+            )
+        )
+    # Events of one instant: the cause (a click, an opt-out) before its effects (the follow-ups
+    # it cancelled, the end of the request).
+    return sorted(events, key=lambda event: (event.at, _EFFECT_ORDER.get(event.kind, 1)))
+
+
+def _ending(request: ReviewRequest) -> str:
+    """Why a request ended, in one sentence: its reason, and the detail unless the detail
+    already says it ("The contact opted out" + "The contact opted out of every channel...")."""
+    reason, detail = request.get_ended_reason_display(), request.ended_detail
+    if not detail or detail.lower().startswith(reason.lower()):
+        return detail or reason
+    return f"{reason}. {detail}" if reason else detail
+
+
+def _local(moment: datetime) -> str:
+    """As the portal's templates write times, in the current (the owner's) time zone."""
+    local = timezone.localtime(moment)
+    return f"{local.day} {local:%b %Y, %H:%M}"
