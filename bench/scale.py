@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -286,7 +287,8 @@ def pages(owner_id: str, size: int) -> list[tuple[str, str, str, str]]:
     email = f"{_first(g)}.{_last(g)}{g % 997}.{g}@example.com".lower()
     return [
         ("portal dashboard, first page", "portal", "owner", "/"),
-        ("portal dashboard, last page", "portal", "owner", "/?page=1000000000"),
+        ("portal dashboard, oldest page", "portal", "owner", "/?after={oldest}"),
+        ("portal dashboard, all time", "portal", "owner", "/?period=all"),
         ("portal search, e-mail", "portal", "owner", f"/?q={email.upper()}"),
         ("portal search, phone", "portal", "owner", f"/?q=(415) {2000000 + g:07d}"),
         ("portal search, name", "portal", "owner", f"/?q={_first(g)} {_last(g)}{g % 997}"),
@@ -337,8 +339,18 @@ def _last(g: int) -> str:
     return LAST[(g // 10) % 20]
 
 
-def _resolve(url: str) -> str:
-    """``{sql}`` in a URL: the value of that SQL expression (an id derived like the loader's)."""
+def _resolve(url: str, owner_id: str) -> str:
+    """``{oldest}`` in a URL: the cursor of the business's oldest page (``?after=`` it shows
+    the oldest requests); ``{sql}``: the value of that SQL expression (an id derived like the
+    loader's)."""
+    if "{oldest}" in url:
+        from core.pagination import encode_cursor
+        from portal.views.requests import PAGE_SIZE
+        from reviews.models import ReviewRequest
+
+        owned = ReviewRequest.objects.filter(owner_id=uuid.UUID(owner_id))
+        oldest = owned.order_by("created_at", "id")
+        return url.replace("{oldest}", encode_cursor(oldest[PAGE_SIZE]))
     if "{" not in url:
         return url
     from django.db import connection
@@ -399,7 +411,7 @@ def measure(tree: Tree, size: int, repeat: int) -> dict:
     clients = {"owner": owner, "staff": admin}
     results = {}
     for name, kind, who, url in pages(tree.owner_id, size):
-        url = _resolve(url)
+        url = _resolve(url, tree.owner_id)
         client = clients[who]
         figures = timed(lambda: client.get(url).status_code, repeat)  # noqa: B023 (run now)
         results[name] = {"kind": kind, "url": url, **figures}

@@ -75,7 +75,8 @@ def test_every_measured_page_answers_on_the_data_set(loaded):
     clients["staff"].force_login(staff)
     for name, kind, who, url in scale.pages(str(owner.pk), SIZE):
         assert kind in scale.TARGET_MS
-        figures = scale.timed(lambda: clients[who].get(scale._resolve(url)).status_code, 1)  # noqa: B023
+        page = scale._resolve(url, str(owner.pk))
+        figures = scale.timed(lambda: clients[who].get(page).status_code, 1)  # noqa: B023
         assert figures["status"] == 200, (name, url)
         assert figures["queries"] > 0
 
@@ -88,6 +89,17 @@ def test_the_searches_find_the_sample_contact(loaded):
     for name in ("portal search, e-mail", "portal search, phone", "portal search, name"):
         response = client.get(pages[name])
         assert len(response.context["rows"]) >= 1, name
+
+
+def test_the_oldest_page_shows_the_oldest_requests(loaded):
+    owner, _ = loaded
+    client = Client()
+    client.force_login(owner)
+    pages = {name: url for name, _, _, url in scale.pages(str(owner.pk), SIZE)}
+    response = client.get(scale._resolve(pages["portal dashboard, oldest page"], str(owner.pk)))
+    shown = [item.pk for item, _ in response.context["rows"]]
+    oldest = ReviewRequest.objects.filter(owner=owner).order_by("created_at", "id")
+    assert shown == [r.pk for r in reversed(oldest[:25])]
 
 
 def figures(median, kind="portal"):
