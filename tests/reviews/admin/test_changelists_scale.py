@@ -64,12 +64,17 @@ def staff(db) -> Client:
     return client
 
 
-def sequential_scans(sql: str) -> list[str]:
-    """Big tables the statement reads sequentially, other than under a LIMIT."""
+def explain(sql: str) -> dict:
+    """The plan of a captured statement (``EXPLAIN (FORMAT JSON)``), its top node."""
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
         (raw,) = cursor.fetchone()
-    plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+    return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+
+
+def sequential_scans(sql: str) -> list[str]:
+    """Big tables the statement reads sequentially, other than under a LIMIT."""
+    plan = explain(sql)
     return [
         node["Relation Name"]
         for node, parent in plan_nodes(plan)
@@ -124,10 +129,7 @@ def test_a_whole_address_across_businesses_reads_a_btree_key(data, staff, model,
     ]
     assert searches
     for sql in searches:
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
-            (raw,) = cursor.fetchone()
-        plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+        plan = explain(sql)
         assert index_access_methods(plan, "reviews_contact") == {"btree"}, plan
 
 
