@@ -56,7 +56,7 @@ MAX_SUBSCRIPTIONS_PER_OWNER = 100
 
 def event_record(
     *,
-    owner_id: Any,
+    owner_id: uuid.UUID,
     type: str,
     data: dict[str, Any] | Callable[[], dict[str, Any]],
     occurred_at: datetime | None = None,
@@ -90,14 +90,14 @@ def event_record(
     return event
 
 
-def event_types_subscribed(*, owner_id: Any) -> frozenset[str]:
+def event_types_subscribed(*, owner_id: uuid.UUID) -> frozenset[str]:
     """The event types ``owner_id`` has an active subscription to: what ``event_record`` would
     write for now. A caller recording many events of one owner in a short while (a send batch)
     reads this once and skips ``event_record`` for the types not in it."""
     return frozenset(_active_subscriptions(owner_id).values_list("event", flat=True))
 
 
-def _active_subscriptions(owner_id: Any) -> QuerySet[WebhookSubscription]:
+def _active_subscriptions(owner_id: uuid.UUID) -> QuerySet[WebhookSubscription]:
     return WebhookSubscription.objects.filter(owner_id=owner_id, disabled_at__isnull=True)
 
 
