@@ -4,7 +4,7 @@ of a period. Each reads an indexed range of its timestamp or the rollup's hours.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -15,6 +15,7 @@ from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
 from ..models import (
+    ActivityDailyRollup,
     ActivityRollup,
     ActivityRollupState,
     Message,
@@ -179,27 +180,36 @@ def review_request_period_counts(
 ) -> dict[str, int]:
     """Per series of ``DAILY_SERIES`` in ``series``, one owner's requests whose timestamp falls
     from ``since`` on (the period's totals, as ``review_request_daily_counts`` would sum them):
-    the rollup's closed hours from the first whole UTC hour at or after ``since``, and indexed
-    ranges of the requests for the rest (before that hour, after the rollup's last). Two
-    queries whatever the period's size (the state, one ``UNION ALL``): the work follows the
-    period's hours, not its requests."""
+    the rollup's closed hours from the first whole UTC hour at or after ``since`` (its whole
+    UTC days from ``ActivityDailyRollup``, the hours around them from ``ActivityRollup``), and
+    indexed ranges of the requests for the rest (before that hour, after the rollup's last).
+    Two queries whatever the period's size (the state, one ``UNION ALL``): the work follows the
+    period's days, not its requests."""
     wanted = list(series)
-    first_hour = since.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    if first_hour < since:
-        first_hour += timedelta(hours=1)
+    first_hour = _round_up(since, _hour_floor, timedelta(hours=1))
     closed_until = activity_rollup_closed_until(since=first_hour)
     parts: list[QuerySet] = []
     ranges: list[tuple[datetime, datetime | None]] = [(since, None)]
     if closed_until > first_hour:
-        parts.append(
-            ActivityRollup.objects.filter(
-                owner_id=owner_id, hour__gte=first_hour, hour__lt=closed_until, metric__in=wanted
+        days_from = _round_up(first_hour, _day_floor, timedelta(days=1))
+        days_until = _day_floor(closed_until)
+        hours = [(first_hour, closed_until)]
+        if days_from < days_until:
+            hours = [(first_hour, days_from), (days_until, closed_until)]
+            parts.append(
+                _totals(
+                    ActivityDailyRollup.objects.filter(
+                        day__gte=days_from.date(), day__lt=days_until.date()
+                    ),
+                    owner_id,
+                    wanted,
+                )
             )
-            .values("metric")
-            .annotate(n=Sum("count"))
-            .values_list("metric", "n")
-            .order_by()
-        )
+        parts += [
+            _totals(ActivityRollup.objects.filter(hour__gte=start, hour__lt=end), owner_id, wanted)
+            for start, end in hours
+            if start < end
+        ]
         ranges = [(since, first_hour), (closed_until, None)]
     parts += [
         _series_range(key, owner_id=owner_id, since=start, until=end)[0]
@@ -216,6 +226,31 @@ def review_request_period_counts(
     for key, n in parts[0].union(*parts[1:], all=True) if parts else []:
         totals[key] += n
     return totals
+
+
+def _totals(rows: QuerySet, owner_id: UUID, metrics: list[str]) -> QuerySet:
+    """``(metric, count)`` of one owner's rollup rows (hourly or daily) among ``rows``."""
+    return (
+        rows.filter(owner_id=owner_id, metric__in=metrics)
+        .values("metric")
+        .annotate(n=Sum("count"))
+        .values_list("metric", "n")
+        .order_by()
+    )
+
+
+def _hour_floor(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _day_floor(moment: datetime) -> datetime:
+    return _hour_floor(moment).replace(hour=0)
+
+
+def _round_up(moment: datetime, floor: Callable[[datetime], datetime], step: timedelta) -> datetime:
+    """``moment`` if ``floor`` keeps it (a whole UTC hour or day), else the next one."""
+    start = floor(moment)
+    return start if start == moment else start + step
 
 
 def activity_rollup_read(

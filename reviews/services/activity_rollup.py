@@ -9,8 +9,9 @@ and moves ``closed_until`` there; readers take the rollup's hours before ``close
 the base tables after it, so no event is counted twice or missed at the boundary. Re-reading
 the last ``REOPEN_HOURS`` picks up events written late with an earlier timestamp (a message
 whose unknown outcome resolved as sent when it was attempted, a provider's receipt time).
-``activity_rollup_rebuild`` recomputes everything (after a restore, and the first backfill).
-Each holds the state row's lock, so two never interleave.
+Each also sums the UTC days its hours touch into ``ActivityDailyRollup`` (the totals of long
+periods). ``activity_rollup_rebuild`` recomputes everything (after a restore, and the first
+backfill). Each holds the state row's lock, so two never interleave.
 """
 
 from __future__ import annotations
@@ -19,10 +20,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Min, Sum
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from ..models import ActivityRollup, ActivityRollupState, Message, OptOutEvent, ReviewRequest
+from ..models import (
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+    Message,
+    OptOutEvent,
+    ReviewRequest,
+)
 from ..selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
 REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)
@@ -69,6 +78,31 @@ def _recompute(start: datetime, end: datetime) -> int:
     return written
 
 
+def _recompute_days(start: datetime, end: datetime) -> None:
+    """Replace the daily rows of the UTC days that ``[start, end)`` touches by the sums of their
+    hourly rows (whole days: a day's hours before ``start`` are summed again too)."""
+    first = _hour_start(start).replace(hour=0)
+    until = _hour_start(end - timedelta(hours=1)).replace(hour=0) + timedelta(days=1)
+    ActivityDailyRollup.objects.filter(day__gte=first.date(), day__lt=until.date()).delete()
+    sums = (
+        ActivityRollup.objects.filter(hour__gte=first, hour__lt=until)
+        .annotate(day=TruncDate("hour", tzinfo=UTC))
+        .values("owner_id", "day", "metric", "channel", "detail")
+        .annotate(n=Sum("count"))
+        .values_list("owner_id", "day", "metric", "channel", "detail", "n")
+        .order_by()
+    )
+    ActivityDailyRollup.objects.bulk_create(
+        (
+            ActivityDailyRollup(
+                owner_id=owner_id, day=day, metric=metric, channel=channel, detail=detail, count=n
+            )
+            for owner_id, day, metric, channel, detail, n in sums.iterator()
+        ),
+        batch_size=INSERT_BATCH,
+    )
+
+
 def _first_events() -> list[datetime | None]:
     """The earliest timestamp of each kind of event counted (each the first entry of an
     index leading with it)."""
@@ -92,7 +126,10 @@ def activity_rollup_refresh(*, now: datetime | None = None) -> RollupRefresh:
         start = min(state.closed_until, end) - timedelta(hours=REOPEN_HOURS)
         if state.covered_from is not None:
             start = max(start, state.covered_from)
-        rows = _recompute(start, end) if start < end else 0
+        rows = 0
+        if start < end:
+            rows = _recompute(start, end)
+            _recompute_days(start, end)
         state.closed_until = max(state.closed_until, end)
         state.refreshed_at = now
         state.save()
@@ -110,10 +147,13 @@ def activity_rollup_rebuild(*, now: datetime | None = None) -> RollupRefresh:
         found = [moment for moment in _first_events() if moment is not None]
         start = _hour_start(min(found)) if found else end
         ActivityRollup.objects.all().delete()
+        ActivityDailyRollup.objects.all().delete()
         rows, chunk_start = 0, start
         while chunk_start < end:
             chunk_end = min(chunk_start + REBUILD_CHUNK, end)
             rows += _recompute(chunk_start, chunk_end)
+            # The chunk's days, the first one again (its earlier hours are in the last chunk).
+            _recompute_days(chunk_start, chunk_end)
             chunk_start = chunk_end
         state.covered_from = None
         state.closed_until = end

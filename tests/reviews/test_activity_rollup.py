@@ -16,7 +16,7 @@ from django.utils import timezone
 from portal import selectors as portal_selectors
 from reviews import selectors
 from reviews.dashboard import staff_dashboard
-from reviews.models import ActivityRollup, ActivityRollupState, ReviewRequest
+from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
 from reviews.services import contact_add
 from reviews.services.activity_rollup import (
     REOPEN_HOURS,
@@ -51,6 +51,13 @@ def rollup_rows(since: datetime | None = None) -> set[tuple]:
     if since is not None:
         rows = rows.filter(hour__gte=since)
     return set(rows.values_list("owner_id", "hour", "metric", "channel", "detail", "count"))
+
+
+def daily_rows(since: datetime | None = None) -> set[tuple]:
+    rows = ActivityDailyRollup.objects.all()
+    if since is not None:
+        rows = rows.filter(day__gte=since.date())
+    return set(rows.values_list("owner_id", "day", "metric", "channel", "detail", "count"))
 
 
 @pytest.fixture
@@ -109,11 +116,17 @@ def test_the_refreshes_and_the_rebuild_write_the_same_rows(business, activity):
     moments = [*(now - timedelta(days=3, hours=h) for h in range(70, -1, -5)), now]
     for moment in moments:
         activity_rollup_refresh(now=moment)
-    refreshed = rollup_rows()
+    refreshed, refreshed_days = rollup_rows(), daily_rows()
     covered_from = ActivityRollupState.objects.get().covered_from
     assert covered_from == hour_start(moments[0]) - timedelta(hours=REOPEN_HOURS)
     activity_rollup_rebuild(now=now)
     assert refreshed == rollup_rows(since=covered_from)
+    # The whole days after the first one covered (which holds only its covered hours).
+    first_whole_day = (covered_from + timedelta(days=1)).replace(hour=0)
+    assert {r for r in refreshed_days if r[1] >= first_whole_day.date()} == daily_rows(
+        since=first_whole_day
+    )
+    assert sum(r[-1] for r in daily_rows()) == sum(r[-1] for r in rollup_rows())
     assert any(hour < covered_from for _, hour, *_ in rollup_rows())  # the backfill
 
 
