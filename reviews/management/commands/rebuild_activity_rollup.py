@@ -17,7 +17,10 @@ from reviews import services
 
 
 class Command(BaseCommand):
-    help = "Recompute the dashboards' rollup (events per owner and hour) from the base tables."
+    help = (
+        "Recompute the dashboards' rollup (events per owner and hour, and per day) from the "
+        "base tables."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.perf_counter()
