@@ -5,12 +5,14 @@ queries, and (PostgreSQL) plans that read an index range."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from portal import selectors as portal_selectors
@@ -28,6 +30,7 @@ from tests.factories import ContactFactory, UserFactory
 from tests.reviews.conftest import new_phone
 from tests.reviews.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
+from tests.support.scale_data import plan_nodes
 
 pytestmark = pytest.mark.django_db
 
@@ -229,6 +232,53 @@ def test_the_rollup_reads_and_refreshes_read_index_ranges(business):
         scans = plan_scans(rows)
         assert not [s for s in scans if s[0] == "Seq Scan"], (owner_id, scans)
         assert any(index.startswith("reviews_rollup") for _, _, index in scans), scans
+
+
+@pytest.mark.postgres
+def test_the_all_time_funnel_reads_index_ranges_of_days_and_hours(business):
+    """Two years of a busy business and 20 others in both levels of the rollup: the funnel's
+    statements read index ranges, never a whole table."""
+    two_years_ago = timezone.now() - timedelta(days=730)
+    add_request(business, email="first@example.com", created_at=two_years_ago)
+    activity_rollup_rebuild()
+    owners = [business] + [UserFactory(business_name=f"B{n}") for n in range(20)]
+    end = ActivityRollupState.objects.get().closed_until
+    metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
+    ActivityDailyRollup.objects.bulk_create(
+        (
+            ActivityDailyRollup(owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=9)
+            for o in owners
+            for d in range(1, 730)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    ActivityRollup.objects.bulk_create(
+        (
+            ActivityRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=1)
+            for o in owners
+            for h in range(1, 24 * 30)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        for model in (ActivityRollup, ActivityDailyRollup):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    with CaptureQueriesContext(connection) as queries:
+        portal_selectors.funnel(owner=business, days=None)
+    rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
+    for query in queries.captured_queries:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
+            (raw,) = cursor.fetchone()
+        plan = json.loads(raw) if isinstance(raw, str) else raw
+        seq = [
+            n["Relation Name"]
+            for n, _ in plan_nodes(plan[0]["Plan"])
+            if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
+        ]
+        assert not seq, (query["sql"], plan)
 
 
 @pytest.mark.postgres
