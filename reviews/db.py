@@ -290,3 +290,91 @@ def _claim_sql() -> tuple[_ClaimSql, tuple[list[str], ...]]:
     )
     names = tuple([f.attname for f in group] for group in fields)
     return _ClaimSql(claim, start, combined), names
+
+
+def message_record_sent_rows(
+    *,
+    request_id: uuid.UUID,
+    message_id: uuid.UUID | str,
+    attempt: int,
+    changes: dict[str, Any],
+) -> tuple[ReviewRequest, list[Message]] | None:
+    """In the caller's transaction: lock the request, move its message ``message_id`` to what
+    ``changes`` says (``sent``) if it is still on attempt ``attempt`` in one of
+    ``Message.sources(SENT)``, and lock the request's other messages; the request with its
+    contact as the lock found them and every message of it in step order (the moved one as it
+    left it), or ``None`` when the message was not moved (the request stays locked).
+
+    PostgreSQL: one statement, request before messages (the lock order of every transaction
+    that changes both). Replaces ``review_request_lock`` (``select_for_update`` with the
+    contact), the conditional ``update()`` and ``request.messages.select_for_update()``: three
+    statements the ORM compiles on every sent message. The contact is read as the ORM's
+    locking read reads it (not locked; an opt-out locks the request after it). SQLite (one
+    writer at a time): those three ORM statements.
+    """
+    sources = [str(status) for status in Message.sources(Message.Status.SENT)]
+    if connection.vendor != "postgresql":
+        request = ReviewRequest.objects.select_related("contact").get(pk=request_id)
+        moved = Message.objects.filter(pk=message_id, attempts=attempt, status__in=sources)
+        if not moved.update(**changes):
+            return None
+        return request, list(request.messages.order_by("step"))
+    sql, names = _record_sent_sql(tuple(changes))
+    values = [
+        _message_field(name).get_db_prep_save(value, connection) for name, value in changes.items()
+    ]
+    pk: Any = Message._meta.pk.get_db_prep_value(message_id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [request_id, *values, pk, attempt, sources])
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    request_names, contact_names, message_names = names
+    ends = (len(request_names), len(request_names) + len(contact_names))
+    request = ReviewRequest.from_db(connection.alias, request_names, rows[0][: ends[0]])
+    request.contact = Contact.from_db(connection.alias, contact_names, rows[0][ends[0] : ends[1]])
+    messages = [Message.from_db(connection.alias, message_names, row[ends[1] :]) for row in rows]
+    for message in messages:
+        message.review_request = request
+    return request, messages
+
+
+@functools.cache
+def _record_sent_sql(changed: tuple[str, ...]) -> tuple[str, tuple[list[str], ...]]:
+    """``message_record_sent_rows``'s statement for the fields in ``changed``, and the fields it
+    returns per model (every concrete field, but the JSON ones)."""
+    qn = connection.ops.quote_name
+    m, r, c = (qn(model._meta.db_table) for model in (Message, ReviewRequest, Contact))
+    fields = [
+        [f for f in model._meta.concrete_fields if not isinstance(f, models.JSONField)]
+        for model in (ReviewRequest, Contact, Message)
+    ]
+    request_fields, contact_fields, message_fields = fields
+    locked_columns = ", ".join(
+        [f"r.{qn(_column(f))} AS r_{_column(f)}" for f in request_fields]
+        + [f"c.{qn(_column(f))} AS c_{_column(f)}" for f in contact_fields]
+    )
+    assignments = ", ".join(f"{qn(_column(_message_field(name)))} = %s" for name in changed)
+    columns = ", ".join(
+        [f"locked.r_{_column(f)}" for f in request_fields]
+        + [f"locked.c_{_column(f)}" for f in contact_fields]
+        + [f"messages.{qn(_column(f))}" for f in message_fields]
+    )
+    sql = (
+        f"WITH locked AS (SELECT {locked_columns} FROM {r} r JOIN {c} c ON c.id = r.contact_id "
+        "WHERE r.id = %s FOR UPDATE OF r), "
+        f"moved AS (UPDATE {m} SET {assignments} WHERE id = %s AND attempts = %s "
+        "AND status = ANY(%s) AND review_request_id IN (SELECT r_id FROM locked) RETURNING *), "
+        f"others AS (SELECT * FROM {m} WHERE review_request_id = "
+        "(SELECT review_request_id FROM moved) AND id <> (SELECT id FROM moved) FOR UPDATE), "
+        "messages AS (SELECT * FROM moved UNION ALL SELECT * FROM others) "
+        f"SELECT {columns} FROM locked, messages ORDER BY messages.step"
+    )
+    names = tuple([f.attname for f in group] for group in fields)
+    return sql, names
+
+
+def _message_field(name: str) -> models.Field[Any, Any]:
+    field = Message._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field

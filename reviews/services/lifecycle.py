@@ -69,12 +69,19 @@ def review_request_lock_by_message(
 
 
 def review_request_note_sent(
-    *, request: ReviewRequest, at: datetime, owner: OwnerReads | None = None
+    *,
+    request: ReviewRequest,
+    at: datetime,
+    owner: OwnerReads | None = None,
+    messages: list[Message] | None = None,
 ) -> None:
     """In the transaction that moved one of ``request``'s messages to sent (``request`` locked
-    by ``review_request_lock``): the request is sent, and its next step is planned.
+    with its contact, as ``review_request_lock`` does): the request is sent, and its next step
+    is planned.
 
-    ``owner``: what the caller already read about the request's owner (a send batch)."""
+    ``owner``: what the caller already read about the request's owner (a send batch).
+    ``messages``: all of the request's messages, locked in this transaction after it, in step
+    order, when the caller read them already (``db.message_record_sent_rows``)."""
     changed: list[str] = []
     if request.status in (ReviewRequest.Status.SCHEDULED, ReviewRequest.Status.SENDING):
         changed = request.transition(ReviewRequest.Status.SENT, at=at)
@@ -96,6 +103,7 @@ def review_request_note_sent(
         locked=True,
         changed=changed,
         owner=owner,
+        messages=messages,
     )
 
 
@@ -108,6 +116,7 @@ def review_request_advance(
     locked: bool = False,
     changed: Sequence[str] = (),
     owner: OwnerReads | None = None,
+    messages: list[Message] | None = None,
 ) -> None:
     """Decide what comes next for an active request; call inside a transaction.
 
@@ -118,7 +127,8 @@ def review_request_advance(
     (``review_request_lock``), so it is not read again. ``changed``: fields of that locked
     request the caller changed and has not saved yet, saved here with the request's own
     changes in one UPDATE. ``owner``: what the caller already read about the request's owner
-    (a send batch), not read again.
+    (a send batch), not read again. ``messages``: all of the locked request's messages, locked
+    after it in this transaction, in step order, when the caller read them already.
     """
     if changed and not locked:
         raise ValueError("the changed fields of a request that advance reads again are lost")
@@ -126,7 +136,12 @@ def review_request_advance(
     # request itself with the fresh contact.
     if not locked:
         request = review_request_lock(request_id=request.pk)
-    fields = [*changed, *_next(request, cause=cause, at=at, bad_channel=bad_channel, owner=owner)]
+    if messages is not None and not locked:
+        raise ValueError("messages read before the request was locked may be stale")
+    following = _next(
+        request, cause=cause, at=at, bad_channel=bad_channel, owner=owner, messages=messages
+    )
+    fields = [*changed, *following]
     if fields:
         request.save(update_fields=list(dict.fromkeys(fields)))
 
@@ -138,13 +153,15 @@ def _next(
     at: datetime,
     bad_channel: str | None,
     owner: OwnerReads | None,
+    messages: list[Message] | None,
 ) -> list[str]:
     """``review_request_advance`` on the locked request; returns the request's changed fields
     (unsaved)."""
     if not request.is_active:
         return []
     contact = request.contact
-    messages = list(request.messages.select_for_update().order_by("step"))
+    if messages is None:
+        messages = list(request.messages.select_for_update().order_by("step"))
     for m in messages:
         if m.status in Message.CANCELLABLE_STATUSES and (
             m.channel == bad_channel or not contact.can_receive(m.channel)

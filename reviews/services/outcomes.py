@@ -18,13 +18,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from .. import db
 from ..channels import Sent
 from ..channels.sms import UNSUBSCRIBED_CODE
 from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
 from .lifecycle import (
     OwnerReads,
     review_request_advance,
-    review_request_lock,
     review_request_lock_by_message,
     review_request_note_sent,
 )
@@ -47,24 +47,27 @@ def message_record_sent(
     ``owner``: what the caller already read about the request's owner (a send batch)."""
     now = timezone.now()
     with transaction.atomic():
-        request = review_request_lock(request_id=request_id)
-        recorded = Message.objects.filter(
-            pk=message_id, attempts=attempt, status__in=Message.sources(Message.Status.SENT)
-        ).update(
-            status=Message.Status.SENT,
-            sent_at=now,
-            updated_at=now,
-            provider=sent.provider,
-            provider_message_id=sent.provider_message_id,
-            to_address=to_address,
-            last_error="",
-            last_error_code="",
+        recorded = db.message_record_sent_rows(
+            request_id=request_id,
+            message_id=message_id,
+            attempt=attempt,
+            changes={
+                "status": Message.Status.SENT,
+                "sent_at": now,
+                "updated_at": now,
+                "provider": sent.provider,
+                "provider_message_id": sent.provider_message_id,
+                "to_address": to_address,
+                "last_error": "",
+                "last_error_code": "",
+            },
         )
-        if not recorded:
+        if recorded is None:
             # A status callback recorded it first (same SID), or staff moved the row on.
             logger.info("send outcome already recorded", extra={"message_id": message_id})
             return
-        review_request_note_sent(request=request, at=now, owner=owner)
+        request, messages = recorded
+        review_request_note_sent(request=request, at=now, owner=owner, messages=messages)
 
 
 def message_record_failure(
