@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from reviews import db
@@ -65,3 +68,123 @@ def test_message_claim_returns_the_rows_as_the_claim_left_them(business, first_s
     status = ReviewRequest.Status.SENDING if first_step else ReviewRequest.Status.SENT
     assert claimed.review_request.status == status
     assert db.message_claim(message_id=message.pk, now=timezone.now()) is None  # claimed once
+
+
+def _sent_changes(now) -> dict:
+    return {
+        "status": Message.Status.SENT,
+        "sent_at": now,
+        "updated_at": now,
+        "provider": "twilio",
+        "provider_message_id": "SM0123",
+        "to_address": "+14155550100",
+        "last_error": "",
+        "last_error_code": "",
+    }
+
+
+def _sending(request, n: int) -> Message:
+    message = step(request, n)
+    Message.objects.filter(pk=message.pk).update(status=Message.Status.SENDING, attempts=1)
+    return message
+
+
+def test_message_record_sent_rows_returns_the_rows_as_the_record_left_them(business):
+    request = sms_request(business, metadata={"order": "A-1"})
+    message = _sending(request, 0)
+    now = timezone.now()
+    with transaction.atomic():
+        found = db.message_record_sent_rows(
+            request_id=request.pk, message_id=message.pk, attempt=1, changes=_sent_changes(now)
+        )
+    assert found is not None
+    got, messages = found
+    assert [m.step for m in messages] == sorted(m.step for m in request.messages.all())
+    assert len(messages) > 1
+    assert messages[0].status == Message.Status.SENT and messages[0].sent_at == now
+    # Every field equal to the ORM's read of the committed rows.
+    for obj, model in (
+        (got, ReviewRequest),
+        (got.contact, Contact),
+        *((m, Message) for m in messages),
+    ):
+        assert _fields(obj) == _fields(model.objects.get(pk=obj.pk))
+    assert got.contact.metadata == {"order": "A-1"}
+
+
+def test_message_record_sent_rows_moves_nothing_for_another_attempt_or_status(business):
+    request = sms_request(business)
+    message = _sending(request, 0)
+    with transaction.atomic():
+        assert (
+            db.message_record_sent_rows(
+                request_id=request.pk,
+                message_id=message.pk,
+                attempt=2,
+                changes=_sent_changes(timezone.now()),
+            )
+            is None
+        )
+    Message.objects.filter(pk=message.pk).update(status=Message.Status.FAILED)
+    with transaction.atomic():
+        assert (
+            db.message_record_sent_rows(
+                request_id=request.pk,
+                message_id=message.pk,
+                attempt=1,
+                changes=_sent_changes(timezone.now()),
+            )
+            is None
+        )
+    assert step(request, 0).status == Message.Status.FAILED
+
+
+@pytest.mark.postgres
+def test_message_record_sent_rows_reads_what_the_lock_holder_committed(transactional_db, business):
+    """A cancel that ends the request (and its other messages) while the outcome waits for the
+    request's lock: the outcome sees the request and messages as the cancel left them, not as
+    they were when its statement started."""
+    request = sms_request(business)
+    message = _sending(request, 0)
+    locked, release = threading.Event(), threading.Event()
+
+    errors: list[BaseException] = []
+
+    def cancel_holding_the_lock():
+        try:
+            cancel()
+        except BaseException as exc:
+            errors.append(exc)
+            locked.set()
+        finally:
+            connection.close()
+
+    def cancel():
+        with transaction.atomic():
+            held = ReviewRequest.objects.select_for_update().get(pk=request.pk)
+            locked.set()
+            release.wait(5)
+            now = timezone.now()
+            ended = ReviewRequest.Status.CANCELLED
+            reason = ReviewRequest.EndedReason.CANCELLED
+            held.save(update_fields=held.transition(ended, at=now, reason=reason))
+            held.cancel_open_messages(at=now)
+
+    canceller = threading.Thread(target=cancel_holding_the_lock)
+    canceller.start()
+    assert locked.wait(5)
+    threading.Timer(0.3, release.set).start()
+    with transaction.atomic():
+        found = db.message_record_sent_rows(
+            request_id=request.pk,
+            message_id=message.pk,
+            attempt=1,
+            changes=_sent_changes(timezone.now()),
+        )
+    canceller.join(5)
+    assert not errors
+    assert found is not None
+    got, messages = found
+    assert got.status == ReviewRequest.Status.CANCELLED
+    assert messages[0].status == Message.Status.SENT
+    assert all(m.status == Message.Status.CANCELLED for m in messages[1:])
