@@ -22,6 +22,7 @@ from oauth2_provider.models import get_refresh_token_model
 
 from accounts.models import User
 from core.charts import Chart, Series
+from core.times import local_day_start
 from events.models import WebhookDelivery, WebhookSubscription
 from oauth_provider.models import Connection
 from reviews import selectors as reviews_selectors
@@ -148,11 +149,7 @@ class Funnel:
 def period_start(*, days: int) -> datetime:
     """The start of a period of the last ``days`` days, today included: midnight of its first
     day in the current (the owner's) time zone, as the chart draws it."""
-    return _day_start(timezone.localdate() - timedelta(days=days - 1))
-
-
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, datetime.min.time()))
+    return local_day_start(timezone.localdate() - timedelta(days=days - 1))
 
 
 # Funnel field → series of reviews.selectors.DAILY_SERIES.
@@ -179,7 +176,7 @@ def funnel(*, owner: User, days: int | None) -> Funnel:
         first = ReviewRequest.objects.filter(owner=owner).aggregate(first=Min("created_at"))
         if first["first"] is None:
             return Funnel(since=None, **dict.fromkeys(FUNNEL_SERIES, 0))
-        start = _day_start(timezone.localdate(first["first"]))
+        start = local_day_start(timezone.localdate(first["first"]))
     counts = reviews_selectors.review_request_period_counts(
         owner_id=owner.pk, since=start, series=FUNNEL_SERIES.values()
     )

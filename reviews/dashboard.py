@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 from django.utils import timezone
 
 from core.charts import Chart, Series
+from core.times import local_day_start
 
 from . import selectors
 from .models import ActivityRollup, Message, OptOutEvent
@@ -75,7 +76,7 @@ def staff_dashboard(
     """
     now = timezone.localtime(now or timezone.now())
     first_day = now.date() - timedelta(days=days - 1)
-    since = timezone.make_aware(datetime.combine(first_day, datetime.min.time()))
+    since = local_day_start(first_day)
     day_list = [first_day + timedelta(days=i) for i in range(days)]
     keys = [key for key, *_ in SERIES]
     rollup = selectors.activity_rollup_read(

@@ -17,7 +17,10 @@ from django.db import models
 from .contacts import Channel
 
 
-class ActivityRollup(models.Model):
+class RollupCounts(models.Model):
+    """What both levels of the rollup count: one owner's events of one metric (with its
+    channel and detail) in a period each level names (``hour``, ``day``)."""
+
     class Metric(models.TextChoices):
         # One per series of reviews.selectors.DAILY_SERIES (requests, by their timestamp).
         SCHEDULED = "scheduled", "Requests scheduled"
@@ -32,14 +35,20 @@ class ActivityRollup(models.Model):
         OPT_OUT = "opt_out", "Opt-outs"
 
     id = models.BigAutoField(primary_key=True)
-    owner = models.ForeignKey(  # indexed by reviews_rollup_owner_hour (owner, hour)
+    owner = models.ForeignKey(  # indexed by each level's keys, which lead with it or its period
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
     )
-    hour = models.DateTimeField(help_text="The start of the UTC hour counted.")
     metric = models.CharField(max_length=20, choices=Metric.choices)
     channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
     detail = models.CharField(max_length=64, blank=True, help_text="Error code or source.")
     count = models.PositiveIntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class ActivityRollup(RollupCounts):
+    hour = models.DateTimeField(help_text="The start of the UTC hour counted.")
 
     class Meta:
         constraints = [
@@ -58,7 +67,7 @@ class ActivityRollup(models.Model):
         )
 
 
-class ActivityDailyRollup(models.Model):
+class ActivityDailyRollup(RollupCounts):
     """``ActivityRollup``'s hours summed per owner and UTC day (same metrics, channels and
     details), for the totals of long periods (the portal's all-time funnel reads ~730 rows a
     metric for two years instead of ~17,500). Kept by the same refresh and rebuild, from the
@@ -66,15 +75,7 @@ class ActivityDailyRollup(models.Model):
     days only up to the day ``closed_until`` falls in, and that day's hours from the hourly
     rows."""
 
-    id = models.BigAutoField(primary_key=True)
-    owner = models.ForeignKey(  # indexed by reviews_rollup_day_unique (owner, day, ...)
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
     day = models.DateField(help_text="The UTC day counted.")
-    metric = models.CharField(max_length=20, choices=ActivityRollup.Metric.choices)
-    channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
-    detail = models.CharField(max_length=64, blank=True, help_text="Error code or source.")
-    count = models.PositiveIntegerField()
 
     class Meta:
         constraints = [

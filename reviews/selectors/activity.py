@@ -4,7 +4,7 @@ of a period. Each reads an indexed range of its timestamp or the rollup's hours.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -13,6 +13,8 @@ from uuid import UUID
 from django.db.models import Count, F, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
+
+from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
 
 from ..models import (
     ActivityDailyRollup,
@@ -104,7 +106,7 @@ def review_request_daily_counts(
     ``first_day``, oldest first: the hours the rollup holds from it (``activity_rollup_read``,
     or ``rollup`` when the caller read it already), the rest from an indexed range of the
     requests (one query per series)."""
-    since = timezone.make_aware(datetime.combine(first_day, datetime.min.time()))
+    since = local_day_start(first_day)
     wanted = list(DAILY_SERIES) if series is None else list(series)
     if rollup is None:
         rollup = activity_rollup_read(owner_id=owner_id, since=since, metrics=wanted)
@@ -151,7 +153,7 @@ def _whole_hour_offsets(since: datetime, until: datetime) -> bool:
         if offset is None or offset.total_seconds() % 3600:
             return False
         moment += timedelta(days=1)
-    return since.astimezone(UTC).replace(minute=0, second=0, microsecond=0) == since
+    return utc_hour_start(since) == since
 
 
 def activity_rollup_closed_until(*, since: datetime, now: datetime | None = None) -> datetime:
@@ -186,13 +188,12 @@ def review_request_period_counts(
     Two queries whatever the period's size (the state, one ``UNION ALL``): the work follows the
     period's days, not its requests."""
     wanted = list(series)
-    first_hour = _round_up(since, _hour_floor, timedelta(hours=1))
+    first_hour = utc_round_up(since)
     closed_until = activity_rollup_closed_until(since=first_hour)
     parts: list[QuerySet] = []
     ranges: list[tuple[datetime, datetime | None]] = [(since, None)]
     if closed_until > first_hour:
-        days_from = _round_up(first_hour, _day_floor, timedelta(days=1))
-        days_until = _day_floor(closed_until)
+        days_from, days_until = utc_round_up(first_hour, day=True), utc_day_start(closed_until)
         hours = [(first_hour, closed_until)]
         if days_from < days_until:
             hours = [(first_hour, days_from), (days_until, closed_until)]
@@ -237,20 +238,6 @@ def _totals(rows: QuerySet, owner_id: UUID, metrics: list[str]) -> QuerySet:
         .values_list("metric", "n")
         .order_by()
     )
-
-
-def _hour_floor(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
-def _day_floor(moment: datetime) -> datetime:
-    return _hour_floor(moment).replace(hour=0)
-
-
-def _round_up(moment: datetime, floor: Callable[[datetime], datetime], step: timedelta) -> datetime:
-    """``moment`` if ``floor`` keeps it (a whole UTC hour or day), else the next one."""
-    start = floor(moment)
-    return start if start == moment else start + step
 
 
 def activity_rollup_read(

@@ -24,6 +24,8 @@ from django.db.models import Min, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from core.times import utc_day_start, utc_hour_start
+
 from ..models import (
     ActivityDailyRollup,
     ActivityRollup,
@@ -46,14 +48,10 @@ class RollupRefresh:
     rows: int  # rollup rows written
 
 
-def _hour_start(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
 def _locked_state(now: datetime) -> tuple[ActivityRollupState, bool]:
     """The state row, locked; when missing, created holding the ``REOPEN_HOURS`` before the
     current hour (to be filled by the caller)."""
-    end = _hour_start(now)
+    end = utc_hour_start(now)
     return ActivityRollupState.objects.select_for_update().get_or_create(
         key=ROLLUP_KEY,
         defaults={
@@ -81,8 +79,8 @@ def _recompute(start: datetime, end: datetime) -> int:
 def _recompute_days(start: datetime, end: datetime) -> None:
     """Replace the daily rows of the UTC days that ``[start, end)`` touches by the sums of their
     hourly rows (whole days: a day's hours before ``start`` are summed again too)."""
-    first = _hour_start(start).replace(hour=0)
-    until = _hour_start(end - timedelta(hours=1)).replace(hour=0) + timedelta(days=1)
+    first = utc_day_start(start)
+    until = utc_day_start(end - timedelta(hours=1)) + timedelta(days=1)
     ActivityDailyRollup.objects.filter(day__gte=first.date(), day__lt=until.date()).delete()
     sums = (
         ActivityRollup.objects.filter(hour__gte=first, hour__lt=until)
@@ -120,7 +118,7 @@ def activity_rollup_refresh(*, now: datetime | None = None) -> RollupRefresh:
     the base tables for periods that start earlier, until the rollup covers them);
     ``activity_rollup_rebuild`` backfills."""
     now = now or timezone.now()
-    end = _hour_start(now)
+    end = utc_hour_start(now)
     with transaction.atomic():
         state, _ = _locked_state(now)
         start = min(state.closed_until, end) - timedelta(hours=REOPEN_HOURS)
@@ -141,11 +139,11 @@ def activity_rollup_rebuild(*, now: datetime | None = None) -> RollupRefresh:
     tables (one grouped pass per ``REBUILD_CHUNK``), in one transaction: readers see the old
     rollup until it commits."""
     now = now or timezone.now()
-    end = _hour_start(now)
+    end = utc_hour_start(now)
     with transaction.atomic():
         state, _ = _locked_state(now)
         found = [moment for moment in _first_events() if moment is not None]
-        start = _hour_start(min(found)) if found else end
+        start = utc_hour_start(min(found)) if found else end
         ActivityRollup.objects.all().delete()
         ActivityDailyRollup.objects.all().delete()
         rows, chunk_start = 0, start
