@@ -166,9 +166,9 @@ FUNNEL_SERIES = {
 def funnel(*, owner: User, days: int | None) -> Funnel:
     """The owner's funnel over the last ``days`` days (today included, days of the current time
     zone, as the chart; all time: None), from ``reviews.selectors.review_request_period_counts``
-    (the rollup's closed hours, indexed ranges for the rest): bounded by the period's hours,
-    however many requests it holds. Delivered: ``ReviewRequest.delivered_q`` (a receipt or a
-    click), as the staff dashboard counts it."""
+    (the rollup's closed days and hours, indexed ranges for the rest): bounded by the period's
+    days, however many requests it holds. Delivered: ``ReviewRequest.delivered_q`` (a receipt
+    or a click), as the staff dashboard counts it."""
     if days:
         start = period_start(days=days)
     else:

@@ -138,10 +138,10 @@ def review_request_advance(
         request = review_request_lock(request_id=request.pk)
     if messages is not None and not locked:
         raise ValueError("messages read before the request was locked may be stale")
-    following = _next(
+    own_changes = _next(
         request, cause=cause, at=at, bad_channel=bad_channel, owner=owner, messages=messages
     )
-    fields = [*changed, *following]
+    fields = [*changed, *own_changes]
     if fields:
         request.save(update_fields=list(dict.fromkeys(fields)))
 
