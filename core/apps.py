@@ -7,8 +7,11 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.db.backends.signals import connection_created
 
-        from . import metrics, request_id
+        from . import db, metrics, request_id
+
+        connection_created.connect(db.prepared_statements_forget, dispatch_uid="core.db.prepared")
 
         request_id.connect_task_signals()
         metrics.connect_task_signals()

@@ -1,10 +1,23 @@
-"""Database helpers shared by every app: bounded housekeeping deletes."""
+"""Database helpers shared by every app: bounded housekeeping deletes, and the prepared
+statements of the hand-written SQL on a hot path."""
 
 from __future__ import annotations
 
+import hashlib
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, QuerySet
+
+# The statements ``execute_prepared`` has prepared in each connection's current database
+# session (a prepared statement lives as long as its session; ``connection_created`` starts
+# a new one).
+_prepared: weakref.WeakKeyDictionary[BaseDatabaseWrapper, set[str]] = weakref.WeakKeyDictionary()
 
 
 def delete_in_batches(
@@ -38,3 +51,50 @@ def delete_in_batches(
                     per_model[label] = per_model.get(label, 0) + n
         if len(batch) < size:
             return total, per_model
+
+
+def execute_prepared(
+    cursor: CursorWrapper,
+    sql: str,
+    params: Sequence[Any],
+    *,
+    name: str,
+    using: str = DEFAULT_DB_ALIAS,
+) -> None:
+    """Execute ``sql`` (``%s`` placeholders) with ``params`` on ``cursor``; on PostgreSQL as a
+    prepared statement of the database session, so the server parses and plans it once per
+    connection instead of on every call.
+
+    For the few hand-written statements that run for every message sent: each is a data-
+    modifying CTE whose planning cost more than its execution (0.5-0.6 of 0.7-1.0 ms alone,
+    2.6 of 4 ms per sent SMS under load, ``pg_stat_statements``). The first call in a session
+    runs ``PREPARE`` (the name carries a hash of the text, so a changed statement never meets
+    an older one of the same name; a parameter whose type the statement leaves open needs a
+    cast, ``%s::integer``), every call runs ``EXECUTE``, both through Django's cursor (its
+    error translation, query log and execute wrappers). A statement looking rows up by
+    key has one plan whatever the values, so PostgreSQL's generic plan is the custom one; and
+    PostgreSQL plans a prepared statement again when a table it reads is altered or has its
+    statistics updated (``PREPARE``, "Notes").
+
+    Off with ``DATABASE_PREPARED_STATEMENTS=false``: needed behind a pooler that hands
+    transactions of one connection to different server sessions (PgBouncer in transaction
+    mode), where a session's statements are not there. Other databases: a plain ``execute``.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql" or not settings.DATABASE_PREPARED_STATEMENTS:
+        cursor.execute(sql, params)
+        return
+    statement = f"{name}_{hashlib.sha256(sql.encode()).hexdigest()[:12]}"
+    prepared = _prepared.setdefault(connection, set())
+    if statement not in prepared:
+        numbered = sql % tuple(f"${n}" for n in range(1, len(params) + 1))
+        cursor.execute(f"PREPARE {statement} AS {numbered}")
+        prepared.add(statement)
+    cursor.execute(f"EXECUTE {statement}({', '.join(['%s'] * len(params))})", params)
+
+
+def prepared_statements_forget(
+    sender: object, connection: BaseDatabaseWrapper, **kwargs: Any
+) -> None:
+    """``connection_created``: a new database session holds no prepared statement yet."""
+    _prepared.pop(connection, None)

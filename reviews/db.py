@@ -21,6 +21,7 @@ from typing import Any
 from django.db import connection, models, transaction
 
 from accounts.models import User
+from core.db import execute_prepared
 
 from .models import Channel, Contact, Message, ReviewRequest
 
@@ -184,8 +185,9 @@ def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
     locked), so finding it queued is the claim's linearisation point; the pre-send rule
     (``Message.refusal``) is then checked on the rows this claim read.
 
-    PostgreSQL: one statement. The message's request is locked first (request before message:
-    the lock order of every transaction that changes both, so it never deadlocks with an
+    PostgreSQL: one statement, prepared once per database session
+    (``core.db.execute_prepared``). The message's request is locked first (request before
+    message: the lock order of every transaction that changes both, so it never deadlocks with an
     opt-out, a click or a recorded outcome), then the conditional UPDATE, then the request,
     and the three rows come back as they are after it (the contact's ``metadata`` is left to
     load on access: a JSON column is the one type here that psycopg does not return as the
@@ -230,7 +232,9 @@ def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
             )
         return message
     with connection.cursor() as cursor:
-        cursor.execute(sql.combined, [pk, *claim_params, *start_params])
+        execute_prepared(
+            cursor, sql.combined, [pk, *claim_params, *start_params], name="reviews_message_claim"
+        )
         row = cursor.fetchone()
     if row is None:
         return None
@@ -305,10 +309,12 @@ def message_record_sent_rows(
     contact as the lock found them and every message of it in step order (the moved one as it
     left it), or ``None`` when the message was not moved (the request stays locked).
 
-    PostgreSQL: one statement, request before messages (the lock order of every transaction
-    that changes both). Replaces ``review_request_lock`` (``select_for_update`` with the
-    contact), the conditional ``update()`` and ``request.messages.select_for_update()``: three
-    statements the ORM compiles on every sent message: drain x1.16 (rounds x1.16 / 1.09 /
+    PostgreSQL: one statement, prepared once per database session
+    (``core.db.execute_prepared``), request before messages (the lock order of every
+    transaction that changes both). Replaces ``review_request_lock`` (``select_for_update``
+    with the contact), the conditional ``update()`` and
+    ``request.messages.select_for_update()``: three statements the ORM compiles on every sent
+    message: drain x1.16 (rounds x1.16 / 1.09 /
     1.29; ``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <that code>
     --only dispatcher"``), statements per sent SMS 5.4 → 3.4 and Python CPU 3.5 → 2.0 ms
     (``bench/send_cpu.py``). The request and the other messages come back as the locks found
@@ -330,7 +336,12 @@ def message_record_sent_rows(
     ]
     pk: Any = Message._meta.pk.get_db_prep_value(message_id, connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [request_id, *values, pk, attempt, sources])
+        execute_prepared(
+            cursor,
+            sql,
+            [request_id, *values, pk, attempt, sources],
+            name="reviews_message_record_sent",
+        )
         rows = cursor.fetchall()
     if not rows:
         return None
