@@ -6,13 +6,15 @@ from __future__ import annotations
 import hashlib
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, QuerySet
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.backends.utils import CursorWrapper
 
 # The statements ``execute_prepared`` has prepared in each connection's current database
 # session (a prepared statement lives as long as its session; ``connection_created`` starts
