@@ -69,7 +69,10 @@ def execute_prepared(
 
     For the few hand-written statements that run for every message sent: each is a data-
     modifying CTE whose planning cost more than its execution (0.5-0.6 of 0.7-1.0 ms alone,
-    2.6 of 4 ms per sent SMS under load, ``pg_stat_statements``). The first call in a session
+    2.5 of 3.6 ms under load, ``pg_stat_statements``). Dispatcher drain x1.26 and x1.25 in two
+    runs against planning them on every call, PostgreSQL CPU per sent SMS 3.7-5.3 → 1.9-2.5 ms
+    (``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <ref> --only
+    dispatcher"``; docs/benchmarks.md). The first call in a session
     runs ``PREPARE`` (the name carries a hash of the text, so a changed statement never meets
     an older one of the same name; a parameter whose type the statement leaves open needs a
     cast, ``%s::integer``), every call runs ``EXECUTE``, both through Django's cursor (its
