@@ -9,7 +9,7 @@ from core.db import execute_prepared
 
 pytestmark = pytest.mark.django_db
 
-SUM = "SELECT %s::integer + %s::integer"
+SUM = "SELECT CAST(%s AS integer) + CAST(%s AS integer)"
 
 
 def run(sql: str, params: list[object], *, name: str = "test_sum") -> object:
@@ -44,7 +44,7 @@ def test_a_statement_is_prepared_once_per_session():
 @pytest.mark.postgres
 def test_another_text_under_the_same_name_is_another_statement():
     assert run(SUM, [1, 2], name="test_text") == 3
-    assert run("SELECT %s::integer * %s::integer", [3, 4], name="test_text") == 12
+    assert run("SELECT CAST(%s AS integer) * CAST(%s AS integer)", [3, 4], name="test_text") == 12
     assert len(session_statements("test_text")) == 2
 
 
