@@ -27,7 +27,8 @@ import idna
 import phonenumbers
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
-from phonenumbers import geocoder
+
+from .region_names import REGION_NAMES
 
 MAX_NAME_LENGTH = 100
 MAX_COMPANY_LENGTH = 200
@@ -423,8 +424,7 @@ def _region_name(region: str) -> str:
     """ "United Kingdom (GB)", falling back to the bare code."""
     if not region or region in ("ZZ", "001"):
         return "an international service code"
-    example = phonenumbers.example_number(region)
-    name = geocoder.country_name_for_number(example, "en") if example else ""
+    name = REGION_NAMES.get(region, "")
     return f"{name} ({region})" if name else region
 
 
