@@ -3,6 +3,7 @@ statements of the hand-written SQL on a hot path."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import weakref
 from collections.abc import Sequence
@@ -72,14 +73,15 @@ def execute_prepared(
     2.5 of 3.6 ms under load, ``pg_stat_statements``). Dispatcher drain x1.26 and x1.25 in two
     runs against planning them on every call, PostgreSQL CPU per sent SMS 3.7-5.3 → 1.9-2.5 ms
     (``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <ref> --only
-    dispatcher"``; docs/benchmarks.md). The first call in a session
-    runs ``PREPARE`` (the name carries a hash of the text, so a changed statement never meets
-    an older one of the same name; a parameter whose type the statement leaves open needs a
-    cast, ``%s::integer``), every call runs ``EXECUTE``, both through Django's cursor (its
-    error translation, query log and execute wrappers). A statement looking rows up by
-    key has one plan whatever the values, so PostgreSQL's generic plan is the custom one; and
-    PostgreSQL plans a prepared statement again when a table it reads is altered or has its
-    statistics updated (``PREPARE``, "Notes").
+    dispatcher"``; docs/benchmarks.md).
+
+    The first call in a session runs ``PREPARE`` (the name carries a hash of the text, so a
+    changed statement never meets an older one of the same name; a parameter whose type the
+    statement leaves open needs a cast, ``CAST(%s AS integer)``), every call runs ``EXECUTE``,
+    both through Django's cursor (its error translation, query log and execute wrappers). A
+    statement looking rows up by key has one plan whatever the values, so PostgreSQL's generic
+    plan is the custom one; and PostgreSQL plans a prepared statement again when a table it
+    reads is altered or has its statistics updated (``PREPARE``, "Notes").
 
     Off with ``DATABASE_PREPARED_STATEMENTS=false``: needed behind a pooler that hands
     transactions of one connection to different server sessions (PgBouncer in transaction
@@ -89,13 +91,19 @@ def execute_prepared(
     if connection.vendor != "postgresql" or not settings.DATABASE_PREPARED_STATEMENTS:
         cursor.execute(sql, params)
         return
-    statement = f"{name}_{hashlib.sha256(sql.encode()).hexdigest()[:12]}"
+    statement = _statement_name(name, sql)
     prepared = _prepared.setdefault(connection, set())
     if statement not in prepared:
         numbered = sql % tuple(f"${n}" for n in range(1, len(params) + 1))
         cursor.execute(f"PREPARE {statement} AS {numbered}")
         prepared.add(statement)
     cursor.execute(f"EXECUTE {statement}({', '.join(['%s'] * len(params))})", params)
+
+
+@functools.lru_cache(maxsize=64)
+def _statement_name(name: str, sql: str) -> str:
+    """``name`` and a hash of ``sql``: hashed once per text, not on every send."""
+    return f"{name}_{hashlib.sha256(sql.encode()).hexdigest()[:12]}"
 
 
 def prepared_statements_forget(

@@ -187,16 +187,16 @@ def message_claim(*, message_id: object, now: dt.datetime) -> Message | None:
 
     PostgreSQL: one statement, prepared once per database session
     (``core.db.execute_prepared``). The message's request is locked first (request before
-    message: the lock order of every transaction that changes both, so it never deadlocks with an
-    opt-out, a click or a recorded outcome), then the conditional UPDATE, then the request,
+    message: the lock order of every transaction that changes both, so it never deadlocks with
+    an opt-out, a click or a recorded outcome), then the conditional UPDATE, then the request,
     and the three rows come back as they are after it (the contact's ``metadata`` is left to
-    load on access: a JSON column is the one type here that psycopg does not return as the
-    model holds it). Replaces ``transaction.atomic()`` around locking the request
+    load on access: a JSON column is the one type here that psycopg does not return as the model
+    holds it). Replaces ``transaction.atomic()`` around locking the request
     (``select_for_update``), the conditional ``update()`` and the request's ``save()``: BEGIN,
     three statements the ORM compiles on every send, COMMIT (drain x1.18); and the read of the
-    request with its contact after it, ``select_related("contact").get()``
-    (docs/benchmarks.md). SQLite (no data-modifying CTEs; one writer at a time, so nothing to
-    lock): the UPDATE, the request's and that read in one transaction.
+    request with its contact after it, ``select_related("contact").get()`` (docs/benchmarks.md).
+    SQLite (no data-modifying CTEs; one writer at a time, so nothing to lock): the UPDATE, the
+    request's and that read in one transaction.
     """
     sql, field_names = _claim_sql()
     pk: Any = Message._meta.pk.get_db_prep_value(message_id, connection)
@@ -310,18 +310,17 @@ def message_record_sent_rows(
     left it), or ``None`` when the message was not moved (the request stays locked).
 
     PostgreSQL: one statement, prepared once per database session
-    (``core.db.execute_prepared``), request before messages (the lock order of every
-    transaction that changes both). Replaces ``review_request_lock`` (``select_for_update``
-    with the contact), the conditional ``update()`` and
-    ``request.messages.select_for_update()``: three statements the ORM compiles on every sent
-    message: drain x1.16 (rounds x1.16 / 1.09 /
-    1.29; ``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <that code>
-    --only dispatcher"``), statements per sent SMS 5.4 → 3.4 and Python CPU 3.5 → 2.0 ms
+    (``core.db.execute_prepared``), request before messages (the lock order of every transaction
+    that changes both). Replaces ``review_request_lock`` (``select_for_update`` with the
+    contact), the conditional ``update()`` and ``request.messages.select_for_update()``: three
+    statements the ORM compiles on every sent message: drain x1.16 (rounds x1.16 / 1.09 / 1.29;
+    ``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <that code> --only
+    dispatcher"``), statements per sent SMS 5.4 → 3.4 and Python CPU 3.5 → 2.0 ms
     (``bench/send_cpu.py``). The request and the other messages come back as the locks found
     them (a ``FOR UPDATE`` returns the row's latest version, so a click or cancel that held the
     lock is seen); the contact is read as the ORM's locking read with ``select_related`` reads
-    it (not locked: an opt-out locks the request after it). SQLite (one writer at a time):
-    those three ORM statements.
+    it (not locked: an opt-out locks the request after it). SQLite (one writer at a time): those
+    three ORM statements.
     """
     sources = [str(status) for status in Message.sources(Message.Status.SENT)]
     if connection.vendor != "postgresql":
