@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.conf import settings as django_settings
 from django.test import Client
@@ -30,6 +32,50 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_pg)
         if "redis" in item.keywords and not django_settings.REDIS_URL:
             item.add_marker(skip_redis)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker, request):
+    """pytest-django's test database, and at the end no session left on it but ours.
+
+    PostgreSQL refuses to drop a database while another session is connected to it, and
+    pytest-django turns that refusal into a warning: the database stays, and the next run on
+    the same name (CI's fuzz step) cannot create it. A session still open at the end is a
+    thread or process a test left behind; wait for it (it may be closing), then end it and say
+    which it was."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock():
+        left = _other_sessions(connection, wait=30)
+        if left:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                    [[pid for pid, *_ in left]],
+                )
+            request.node.warn(
+                pytest.PytestWarning(f"sessions left on the test database, ended: {left!r}")
+            )
+
+
+def _other_sessions(connection, *, wait: float) -> list[tuple]:
+    """Client sessions on this connection's database other than its own, after up to ``wait``
+    seconds for them to end: (pid, application name, state, started, last statement)."""
+    deadline = time.monotonic() + wait
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid, application_name, state, backend_start::text, left(query, 300)"
+                " FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            )
+            rows = cursor.fetchall()
+        if not rows or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.5)
 
 
 @pytest.fixture(autouse=True, scope="session")
