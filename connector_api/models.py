@@ -9,6 +9,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from accounts.models import User
+from core.db import execute_prepared
 
 # The columns a claim inserts (``IdempotencyKeyManager.claim``).
 _CLAIM_FIELDS = (
@@ -63,7 +64,7 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
             field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields
         ]
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            execute_prepared(cursor, sql, params, name="connector_api_key_claim")
             inserted = cursor.fetchone()
         if inserted is None:
             return None

@@ -65,39 +65,48 @@ def execute_prepared(
     using: str = DEFAULT_DB_ALIAS,
 ) -> None:
     """Execute ``sql`` (``%s`` placeholders) with ``params`` on ``cursor``; on PostgreSQL as a
-    prepared statement of the database session, so the server parses and plans it once per
-    connection instead of on every call.
+    prepared statement of the database session (``prepared_sql``)."""
+    cursor.execute(prepared_sql(sql, params, name=name, using=using), params)
 
-    For the few hand-written statements that run for every message sent: each is a data-
-    modifying CTE whose planning cost more than its execution (0.5-0.6 of 0.7-1.0 ms alone,
-    2.5 of 3.6 ms under load, ``pg_stat_statements``). Dispatcher drain x1.26 and x1.25 in two
-    runs against planning them on every call, PostgreSQL CPU per sent SMS 3.7-5.3 → 1.9-2.5 ms
-    (``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <ref> --only
-    dispatcher"``; docs/benchmarks.md).
 
-    The first call in a session runs ``PREPARE`` (the name carries a hash of the text, so a
-    changed statement never meets an older one of the same name; a parameter whose type the
-    statement leaves open needs a cast, ``CAST(%s AS integer)``), every call runs ``EXECUTE``,
-    both through Django's cursor (its error translation, query log and execute wrappers). A
-    statement looking rows up by key has one plan whatever the values, so PostgreSQL's generic
-    plan is the custom one; and PostgreSQL plans a prepared statement again when a table it
-    reads is altered or has its statistics updated (``PREPARE``, "Notes").
+def prepared_sql(
+    sql: str, params: Sequence[Any], *, name: str, using: str = DEFAULT_DB_ALIAS
+) -> str:
+    """The text that runs ``sql`` (``%s`` placeholders) with ``params``: on PostgreSQL
+    ``EXECUTE <name>(%s, ...)`` of a statement this database session has prepared (preparing
+    it now on the session's first use), so the server parses and plans it once per connection
+    instead of on every call. For ``cursor.execute`` or ``Model.objects.raw``.
+
+    For the few hand-written statements on a hot path, whose planning costs as much as their
+    execution or more (``pg_stat_statements``): the send path's claim and outcome (0.5-0.6 of
+    0.7-1.0 ms alone, 2.5 of 3.6 ms under load: dispatcher drain x1.26 and x1.25 in two runs,
+    PostgreSQL CPU per sent SMS 3.7-5.3 → 1.9-2.5 ms), and the API write's key claim, contact
+    match and insert (planning 0.38 of 1.1 ms per request; docs/benchmarks.md).
+
+    The name carries a hash of the text, so a changed statement never meets an older one of
+    the same name; a parameter whose type the statement leaves open needs a cast (``CAST(%s
+    AS integer)``). Both statements go through Django's cursor (its error translation, query
+    log and execute wrappers). A statement looking rows up by key has one plan whatever the
+    values, so PostgreSQL's generic plan is the custom one; and PostgreSQL plans a prepared
+    statement again when a table it reads is altered or has its statistics updated
+    (``PREPARE``, "Notes").
 
     Off with ``DATABASE_PREPARED_STATEMENTS=false``: needed behind a pooler that hands
     transactions of one connection to different server sessions (PgBouncer in transaction
-    mode), where a session's statements are not there. Other databases: a plain ``execute``.
+    mode), where a session's statements are not there. Other databases: ``sql`` itself.
     """
     connection = connections[using]
     if connection.vendor != "postgresql" or not settings.DATABASE_PREPARED_STATEMENTS:
-        cursor.execute(sql, params)
-        return
+        return sql
     statement = _statement_name(name, sql)
-    prepared = _prepared.setdefault(connection, set())
-    if statement not in prepared:
-        numbered = sql % tuple(f"${n}" for n in range(1, len(params) + 1))
-        cursor.execute(f"PREPARE {statement} AS {numbered}")
-        prepared.add(statement)
-    cursor.execute(f"EXECUTE {statement}({', '.join(['%s'] * len(params))})", params)
+    # The cursor first: it connects, and a new session starts with an empty set.
+    with connection.cursor() as cursor:
+        prepared = _prepared.setdefault(connection, set())
+        if statement not in prepared:
+            numbered = sql % tuple(f"${n}" for n in range(1, len(params) + 1))
+            cursor.execute(f"PREPARE {statement} AS {numbered}")
+            prepared.add(statement)
+    return f"EXECUTE {statement}({', '.join(['%s'] * len(params))})"
 
 
 @functools.lru_cache(maxsize=64)

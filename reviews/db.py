@@ -21,7 +21,7 @@ from typing import Any
 from django.db import connection, models, transaction
 
 from accounts.models import User
-from core.db import execute_prepared
+from core.db import execute_prepared, prepared_sql
 
 from .models import Channel, Contact, Message, ReviewRequest
 
@@ -53,7 +53,12 @@ def contact_add_lock(*, owner: User, email_normalized: str, phone: str) -> None:
         keys.append(_lock_key(owner.pk, "phone", phone))
     with connection.cursor() as cursor:
         for key in sorted(keys):
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+            execute_prepared(
+                cursor,
+                "SELECT pg_advisory_xact_lock(CAST(%s AS bigint))",
+                [key],
+                name="reviews_contact_add_lock",
+            )
 
 
 def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list[Contact]:
@@ -67,11 +72,13 @@ def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list
     """
     matches: list[str] = []
     params: list[Any] = [User._meta.pk.get_db_prep_value(owner.pk, connection)]
+    # Each key's "<> ''" is its unique index's condition, said in the text so that the plan
+    # of the prepared statement, made for any value, may still use that partial index.
     if email_normalized:
-        matches.append("email_normalized = %s")
+        matches.append("(email_normalized = %s AND email_normalized <> '')")
         params.append(email_normalized)
     if phone:
-        matches.append("phone = %s")
+        matches.append("(phone = %s AND phone <> '')")
         params.append(phone)
     if not matches:
         return []
@@ -79,7 +86,9 @@ def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list
     sql = f"SELECT * FROM {table} WHERE owner_id = %s AND ({' OR '.join(matches)}) ORDER BY id"
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    return list(Contact.objects.raw(sql, params))
+    return list(
+        Contact.objects.raw(prepared_sql(sql, params, name="reviews_contacts_matching"), params)
+    )
 
 
 def _lock_key(owner_id: object, kind: str, value: str) -> int:
@@ -122,7 +131,12 @@ def review_request_insert(
         return
     params = [json.dumps([_row(obj) for obj in rows], default=_json_value) for rows in groups]
     with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(tuple(type(rows[0]) for rows in groups)), params)
+        execute_prepared(
+            cursor,
+            _insert_sql(tuple(type(rows[0]) for rows in groups)),
+            params,
+            name="reviews_review_request_insert",
+        )
     for rows in groups:
         for obj in rows:
             obj._state.adding = False

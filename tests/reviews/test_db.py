@@ -41,6 +41,40 @@ def test_contacts_matching_never_matches_a_blank_key(owner):
     assert db.contacts_matching(owner=owner, email_normalized="a@b.example", phone="") == []
 
 
+@pytest.mark.postgres
+def test_contacts_matching_reads_only_the_matches_on_a_plan_made_for_any_value(owner):
+    """The match runs as a prepared statement, which PostgreSQL may run on a generic plan
+    (made without the values): that plan too must go by the unique keys, not read every
+    contact of the owner."""
+    Contact.objects.bulk_create(
+        Contact(
+            owner=owner,
+            email=f"p{n}@example.com",
+            email_normalized=f"p{n}@example.com",
+            phone=f"+1415555{n:04d}",
+        )
+        for n in range(500)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE reviews_contact")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+
+    def rows_read() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)"
+                " FROM pg_stat_xact_user_tables WHERE relname = 'reviews_contact'"
+            )
+            return cursor.fetchone()[0]
+
+    for email, phone in (("p7@example.com", ""), ("", "+14155550008"),
+                         ("p9@example.com", "+14155550010")):  # fmt: skip
+        before = rows_read()
+        found = db.contacts_matching(owner=owner, email_normalized=email, phone=phone)
+        assert len(found) == 1 + (email != "" and phone != "")
+        assert rows_read() - before <= len(found)
+
+
 def _fields(obj) -> dict:
     return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
 
