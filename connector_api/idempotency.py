@@ -178,13 +178,8 @@ def _in_progress() -> ApiError:
 
 def idempotency_key_complete(*, claim: IdempotencyKey, status: int, body: Any) -> None:
     """Store the response. A no-op if the claim was taken over meanwhile (its owner stores)."""
-    IdempotencyKey.objects.filter(
-        pk=claim.pk, state=IdempotencyKey.State.IN_PROGRESS, locked_at=claim.locked_at
-    ).update(
-        state=IdempotencyKey.State.DONE,
-        response_status=status,
-        response_body=json.dumps(body, ensure_ascii=False),
-        completed_at=timezone.now(),
+    IdempotencyKey.objects.complete(
+        row=claim, status=status, body=json.dumps(body, ensure_ascii=False), now=timezone.now()
     )
 
 

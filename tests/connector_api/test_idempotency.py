@@ -13,6 +13,8 @@ from django.utils import timezone
 from connector_api import tasks
 from connector_api.idempotency import (
     STALE_AFTER,
+    idempotency_key_claim,
+    idempotency_key_complete,
     idempotency_keys_purge,
     request_fingerprint,
 )
@@ -94,6 +96,27 @@ def test_a_stale_claim_whose_request_died_is_taken_over(api):
     row = IdempotencyKey.objects.get()
     assert row.state == IdempotencyKey.State.DONE
     assert json.loads(row.response_body) == response.json()
+
+
+def test_a_claim_taken_over_meanwhile_is_left_to_its_new_holder(api):
+    """The first run, slow past STALE_AFTER, finishes after a retry took its claim over: its
+    response is not stored over the retry's claim (the retry stores its own)."""
+    now = timezone.now()
+    fingerprint = request_fingerprint(endpoint="send-review-request", data=BODY)
+    first = idempotency_key_claim(
+        owner=api.owner, key="order-1001", endpoint="send-review-request",
+        fingerprint=fingerprint, now=now,
+    )  # fmt: skip
+    IdempotencyKey.objects.filter(pk=first.row.pk).update(locked_at=now + STALE_AFTER)
+    idempotency_key_complete(claim=first.row, status=201, body={"id": "first"})
+    row = IdempotencyKey.objects.get()
+    assert (row.state, row.response_status, row.response_body) == ("in_progress", None, "")
+
+    retry = IdempotencyKey.objects.get()
+    idempotency_key_complete(claim=retry, status=201, body={"id": "retry"})
+    row.refresh_from_db()
+    assert (row.state, row.response_status) == ("done", 201)
+    assert json.loads(row.response_body) == {"id": "retry"}
 
 
 def test_a_validation_failure_is_not_stored_so_a_corrected_retry_works(api):
