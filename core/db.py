@@ -66,7 +66,7 @@ def execute_prepared(
 ) -> None:
     """Execute ``sql`` (``%s`` placeholders) with ``params`` on ``cursor``; on PostgreSQL as a
     prepared statement of the database session (``prepared_sql``)."""
-    cursor.execute(prepared_sql(sql, params, name=name, using=using), params)
+    cursor.execute(_prepared_text(cursor, sql, params, name=name, using=using), params)
 
 
 def prepared_sql(
@@ -95,17 +95,24 @@ def prepared_sql(
     transactions of one connection to different server sessions (PgBouncer in transaction
     mode), where a session's statements are not there. Other databases: ``sql`` itself.
     """
+    # The cursor first: it connects, and a new session starts with an empty set.
+    with connections[using].cursor() as cursor:
+        return _prepared_text(cursor, sql, params, name=name, using=using)
+
+
+def _prepared_text(
+    cursor: CursorWrapper, sql: str, params: Sequence[Any], *, name: str, using: str
+) -> str:
+    """``prepared_sql`` on an open cursor of ``using`` (so its session is the current one)."""
     connection = connections[using]
     if connection.vendor != "postgresql" or not settings.DATABASE_PREPARED_STATEMENTS:
         return sql
     statement = _statement_name(name, sql)
-    # The cursor first: it connects, and a new session starts with an empty set.
-    with connection.cursor() as cursor:
-        prepared = _prepared.setdefault(connection, set())
-        if statement not in prepared:
-            numbered = sql % tuple(f"${n}" for n in range(1, len(params) + 1))
-            cursor.execute(f"PREPARE {statement} AS {numbered}")
-            prepared.add(statement)
+    prepared = _prepared.setdefault(connection, set())
+    if statement not in prepared:
+        numbered = sql % tuple(f"${n}" for n in range(1, len(params) + 1))
+        cursor.execute(f"PREPARE {statement} AS {numbered}")
+        prepared.add(statement)
     return f"EXECUTE {statement}({', '.join(['%s'] * len(params))})"
 
 

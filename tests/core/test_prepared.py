@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from core.db import execute_prepared
+from core.db import execute_prepared, prepared_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +66,17 @@ def test_turned_off_nothing_is_prepared(settings):
     settings.DATABASE_PREPARED_STATEMENTS = False
     assert run(SUM, [1, 2], name="test_off") == 3
     assert session_statements("test_off") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prepared_text_runs_through_raw_also_first_thing_in_a_new_session(django_user_model):
+    """``prepared_sql`` gives ``Model.objects.raw`` its text; asked right after a reconnect, it
+    prepares in the new session, where the query then runs."""
+    user = django_user_model.objects.create(email="prepared@example.com")
+    sql = f"SELECT * FROM {django_user_model._meta.db_table} WHERE email = %s"
+    connection.close()
+    for _ in range(2):
+        text = prepared_sql(sql, [user.email], name="test_raw")
+        assert [u.pk for u in django_user_model.objects.raw(text, [user.email])] == [user.pk]
+    if connection.vendor == "postgresql":
+        assert len(session_statements("test_raw")) == 1
