@@ -160,8 +160,8 @@ TEMPLATES = [
 # --- Database ------------------------------------------------------------------------------------
 # DATABASE_URL (PostgreSQL), else SQLite under VAR_DIR in WAL mode: config/backends.py.
 DATABASES = {"default": backends.database(DATABASE_URL, var_dir=VAR_DIR)}
-# PostgreSQL: the send path's hand-written statements are prepared once per database session
-# (core.db.execute_prepared). Off behind a pooler in transaction mode (PgBouncer).
+# PostgreSQL: the send path's and the API write's hand-written statements are prepared once per
+# database session (core.db.prepared_sql). Off behind a pooler in transaction mode (PgBouncer).
 DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -68,7 +68,9 @@ def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list
 
     Written once (``Contact.objects.raw``) instead of the queryset the ORM compiles on every
     API write: ``Contact.objects.select_for_update().filter(Q(email_normalized=...) |
-    Q(phone=...), owner=owner).order_by("pk")``.
+    Q(phone=...), owner=owner).order_by("pk")``; prepared once per database session
+    (``core.db.prepared_sql``: planning, with the contact table's many partial indexes to
+    weigh, was 0.21 of its 0.24 ms).
     """
     matches: list[str] = []
     params: list[Any] = [User._meta.pk.get_db_prep_value(owner.pk, connection)]
@@ -108,8 +110,9 @@ def review_request_insert(
     model's rows travel as one parameter, a JSON array that ``jsonb_populate_recordset`` turns
     into rows of the table (each value read by its column type's own input function, as a
     text literal would be): the statement's text is the same for every request of one shape,
-    short, so psycopg converts it once and caches it, instead of splitting and quoting a
-    hundred placeholders on every request.
+    short, and prepared once per database session (``core.db.prepared_sql``: its planning was
+    0.11 of 0.64 ms), instead of a hundred placeholders split, quoted and planned on every
+    request.
 
     Replaces ``bulk_create()`` model by model: three INSERTs, three round trips. Relies on:
     these models' field types (text, integers, UUIDs, datetimes, an interval, a JSON object)
