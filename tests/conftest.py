@@ -49,7 +49,7 @@ def django_db_setup(django_db_setup, django_db_blocker, request):
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock():
-        left = _other_sessions(connection, wait=30)
+        left = _other_sessions(connection, wait=10)
         if left:
             with connection.cursor() as cursor:
                 cursor.execute(
