@@ -250,6 +250,15 @@ _EVERY_RESPONSE = (
 )
 _RETRY_AFTER_STATUSES = {"409", "429", "503"}
 
+# Answered by gunicorn before the request reaches the API (so without its headers or error
+# shape): a request line (method, path and query) over its 4 KB limit.
+_URI_TOO_LONG = {
+    "description": "The request line (method, path and query string) is longer than the web "
+    "server accepts (4 KB). Answered by the server in front of the API, as HTML and without the "
+    "API's headers; nothing was done.",
+    "content": {"text/html": {"schema": {"type": "string"}}},
+}
+
 
 def _header_ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/headers/{name}"}
@@ -274,6 +283,8 @@ def postprocess(
     for path_item in result["paths"].values():
         for operation in path_item.values():
             for status, response in operation.get("responses", {}).items():
+                if status == "414":
+                    continue
                 headers = response.setdefault("headers", {})
                 for name in _EVERY_RESPONSE:
                     headers[name] = _header_ref(name)
@@ -283,6 +294,9 @@ def postprocess(
                 if status in _RETRY_AFTER_STATUSES and retried:
                     headers["Retry-After"] = _header_ref("Retry-After")
                 response["headers"] = dict(sorted(headers.items()))
+            responses = operation.setdefault("responses", {})
+            responses["414"] = _URI_TOO_LONG
+            operation["responses"] = dict(sorted(responses.items()))
     return result
 
 
