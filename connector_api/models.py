@@ -72,9 +72,9 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
         row._state.adding = False
         return row
 
-    def complete(self, *, row: IdempotencyKey, status: int, body: str, now: datetime) -> bool:
-        """Store the response of the claim ``row`` (``done``); ``False`` if the claim was
-        taken over meanwhile (its ``locked_at`` moved on: the new holder stores its own).
+    def complete(self, *, row: IdempotencyKey, status: int, body: str, now: datetime) -> None:
+        """Store the response of the claim ``row`` (``done``); nothing if the claim was taken
+        over meanwhile (its ``locked_at`` moved on: the new holder stores its own).
 
         One prepared statement (``core.db.execute_prepared``), in the transaction of the work,
         so the response commits with it. Replaces ``filter(pk=..., state=IN_PROGRESS,
@@ -90,7 +90,7 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
             f" {qn('response_body')} = %s, {qn('completed_at')} = %s"
             f" WHERE {qn('id')} = %s AND {qn('state')} = %s AND {qn('locked_at')} = %s"
         )
-        stamp = meta.get_field("locked_at")
+        stamp = meta.get_field("locked_at")  # completed_at's type too
         params = [
             self.model.State.DONE,
             status,
@@ -102,7 +102,6 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
         ]
         with connection.cursor() as cursor:
             execute_prepared(cursor, sql, params, name="connector_api_key_complete")
-            return bool(cursor.rowcount == 1)
 
 
 class IdempotencyKey(models.Model):

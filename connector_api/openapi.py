@@ -283,8 +283,6 @@ def postprocess(
     for path_item in result["paths"].values():
         for operation in path_item.values():
             for status, response in operation.get("responses", {}).items():
-                if status == "414":
-                    continue
                 headers = response.setdefault("headers", {})
                 for name in _EVERY_RESPONSE:
                     headers[name] = _header_ref(name)

@@ -333,7 +333,7 @@ def message_record_sent_rows(
     statements the ORM compiles on every sent message: drain x1.16 (rounds x1.16 / 1.09 / 1.29;
     ``make bench BENCH_ARGS="--skip-cache-off --messages 4000 --against <that code> --only
     dispatcher"``), statements per sent SMS 5.4 → 3.4 and Python CPU 3.5 → 2.0 ms
-    (``bench/send_cpu.py``). The request and the other messages come back as the locks found
+    (``bench/cpu.py send``). The request and the other messages come back as the locks found
     them (a ``FOR UPDATE`` returns the row's latest version, so a click or cancel that held the
     lock is seen); the contact is read as the ORM's locking read with ``select_related`` reads
     it (not locked: an opt-out locks the request after it). SQLite (one writer at a time): those
