@@ -184,11 +184,9 @@ def prepared_sql(
     instead of on every call. For ``cursor.execute`` or ``Model.objects.raw``.
 
     For the few hand-written statements on a hot path, whose planning costs as much as their
-    execution or more (``pg_stat_statements``): the send path's claim and outcome (0.5-0.6 of
-    0.7-1.0 ms alone, 2.5 of 3.6 ms under load: dispatcher drain x1.26 and x1.25 in two runs,
-    PostgreSQL CPU per sent SMS 3.7-5.3 → 1.9-2.5 ms), and the API write's key claim and stored
-    response, dedup lock, contact match and insert (planning 0.47 of their 1.2 ms per request;
-    docs/benchmarks.md).
+    execution or more (``pg_stat_statements``): the send path's claim and outcome, and the API
+    write's key claim and stored response, dedup lock, contact match and insert (what planning
+    cost them and what preparing gained: docs/benchmarks.md, Optimisations kept).
 
     The name carries a hash of the text, so a changed statement never meets an older one of
     the same name; a parameter whose type the statement leaves open needs a cast (``CAST(%s
