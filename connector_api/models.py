@@ -101,7 +101,8 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
     def claim_orm(
         self, *, owner: User, key: str, endpoint: str, fingerprint: str, now: datetime
     ) -> IdempotencyKey | None:
-        """``claim`` through the ORM (not used: its twin, for tests/connector_api)."""
+        """``claim`` through the ORM: the code it replaced, kept beside it as its twin (not used;
+        tests/connector_api/test_idempotency.py runs both on the same rows)."""
         row = self._claim_row(
             owner=owner, key=key, endpoint=endpoint, fingerprint=fingerprint, now=now
         )
@@ -152,7 +153,8 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
             )
 
     def complete_orm(self, *, row: IdempotencyKey, status: int, body: str, now: datetime) -> None:
-        """``complete`` through the ORM (not used: its twin, for tests/connector_api)."""
+        """``complete`` through the ORM: the code it replaced, kept beside it as its twin (not
+        used; tests/connector_api/test_idempotency.py runs both on the same rows)."""
         self.filter(pk=row.pk, state=self.model.State.IN_PROGRESS, locked_at=row.locked_at).update(
             state=self.model.State.DONE,
             response_status=status,

@@ -121,7 +121,7 @@ def contacts_matching(*, owner: User, email_normalized: str, phone: str) -> list
 
 
 def contacts_matching_orm(*, owner: User, email_normalized: str, phone: str) -> list[Contact]:
-    """``contacts_matching`` through the ORM."""
+    """``contacts_matching`` through the ORM: its twin, and what SQLite runs."""
     keys = Q()
     if email_normalized:
         keys |= Q(email_normalized=email_normalized)
@@ -205,7 +205,8 @@ def review_request_insert(
 def review_request_insert_orm(
     *, contact: Contact | None, request: ReviewRequest, messages: Sequence[Message]
 ) -> None:
-    """``review_request_insert`` through the ORM: ``bulk_create`` model by model."""
+    """``review_request_insert`` through the ORM, ``bulk_create`` model by model: its twin,
+    and what SQLite runs."""
     if contact is not None:
         Contact.objects.bulk_create([contact])
     ReviewRequest.objects.bulk_create([request])
@@ -341,9 +342,10 @@ def message_claim(*, message_id: uuid.UUID | str, now: dt.datetime) -> Message |
 
 
 def message_claim_orm(*, message_id: uuid.UUID | str, now: dt.datetime) -> Message | None:
-    """``message_claim`` through the ORM, in one transaction."""
+    """``message_claim`` through the ORM, in one transaction: its twin, and what SQLite runs
+    (nothing to lock there: its writers run one at a time)."""
     with transaction.atomic():
-        if connection.features.has_select_for_update:  # SQLite: one writer at a time
+        if connection.features.has_select_for_update:  # the request first: the lock order
             requests = ReviewRequest.objects.select_for_update().filter(messages__pk=message_id)
             list(requests.values_list("pk", flat=True))
         contact = Contact.objects.filter(review_requests=OuterRef("review_request_id"))
@@ -482,7 +484,9 @@ def message_record_sent_rows_orm(
     attempt: int,
     changes: dict[str, Any],
 ) -> tuple[ReviewRequest, list[Message]] | None:
-    """``message_record_sent_rows`` through the ORM, in the caller's transaction."""
+    """``message_record_sent_rows`` through the ORM, in the caller's transaction: its twin, and
+    what SQLite runs (where ``select_for_update`` locks nothing: its writers run one at a
+    time)."""
     sources = [str(status) for status in Message.sources(Message.Status.SENT)]
     request = (
         ReviewRequest.objects.select_for_update(of=("self",))
