@@ -90,9 +90,10 @@ def column(field: Field[Any, Any]) -> str:
 
 def fields(model: type[Model], *, json: bool = True) -> tuple[Field[Any, Any], ...]:
     """The model's concrete fields in their declared order (the order of ``SELECT *`` and of
-    ``Model.from_db``), without the JSON ones when ``json`` is false: psycopg returns a JSON
-    column's value decoded, not as the model loads it, so a statement leaves those to load on
-    access (``Model.from_db`` defers them)."""
+    ``Model.from_db``), without the JSON ones when ``json`` is false: a JSON column is the one
+    type here that psycopg does not return as the model holds it (the ORM decodes it in the
+    field's ``from_db_value``, which a raw row skips), so a statement leaves it to load on
+    access (``Model.from_db`` defers it)."""
     concrete: Iterable[Field[Any, Any]] = model._meta.concrete_fields
     return tuple(f for f in concrete if json or not isinstance(f, JSONField))
 
