@@ -5,7 +5,7 @@ Views, commands and tasks parse input and call one of these; no network I/O happ
 transaction. One module per concern, all public names re-exported here; the modules import each
 other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecycle`` → ``dispatch``):
 
-* ``contacts``: businesses, review sites, ``contact_add``;
+* ``contacts``: ``contact_add`` only (``ContactAddOutcome``, ``ContactAddResult``);
 * ``dispatch``: ``messages_dispatch_due`` (due rows → send tasks), lease recovery, the
   on-commit kick;
 * ``sending``: ``messages_send`` (claim, render, call the channel);
@@ -19,29 +19,27 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
 * ``events``: what each change reports to webhooks (``events.services.event_record``, in the
   change's transaction), imported by the modules above it;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
-* ``business``: what an owner configures in the portal: profile and policy, review sites and
-  their order, message wording;
+* ``business``: every business and review-site service, whoever calls it (the portal, the
+  admin, ``create_business``): ``business_create``, profile and policy, review sites (add,
+  remove, move, reorder; ``messages_release_waiting`` when a first site arrives), message
+  wording;
 * ``activity_rollup``: the dashboards' hourly rollup, refreshed by beat and rebuilt on demand.
 """
 
 from .activity_rollup import RollupRefresh, activity_rollup_rebuild, activity_rollup_refresh
 from .business import (
+    business_create,
     business_settings_update,
     message_template_draft,
     message_template_reset,
     message_template_save,
+    messages_release_waiting,
+    review_site_add,
     review_site_move,
     review_site_remove,
     review_sites_reorder,
 )
-from .contacts import (
-    ContactAddOutcome,
-    ContactAddResult,
-    business_create,
-    contact_add,
-    messages_release_waiting,
-    review_site_add,
-)
+from .contacts import ContactAddOutcome, ContactAddResult, contact_add
 from .dispatch import (
     DispatchResult,
     dispatcher_kick,

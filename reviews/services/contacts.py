@@ -1,4 +1,5 @@
-"""Businesses, review sites and adding a contact (the start of every review request)."""
+"""Adding a contact: the start of every review request, from the API, the CSV import and the
+back office alike."""
 
 from __future__ import annotations
 
@@ -7,10 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
-from django.contrib.auth import password_validation
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -31,122 +29,6 @@ from ..models import (
 )
 from ..normalize import ContactInput, clean_contact_input
 from .dispatch import dispatcher_kick
-
-
-def business_create(
-    *,
-    email: str,
-    password: str,
-    business_name: str,
-    time_zone: str = "UTC",
-    default_region: str = "US",
-    review_urls: list[str] | tuple[str, ...] = (),
-) -> User:
-    """Create a business owner and its review sites in one transaction.
-
-    Raises ``ValidationError`` (with field names) for bad input; nothing is created then.
-    """
-    with transaction.atomic():
-        if User.objects.with_email(email).exists():
-            raise ValidationError({"email": "A business with this e-mail already exists."})
-        try:
-            password_validation.validate_password(
-                password, user=User(email=email, business_name=business_name)
-            )
-        except ValidationError as exc:
-            raise ValidationError({"password": exc.messages}) from None
-        owner = User.objects.create_user(
-            email=email,
-            password=password,
-            business_name=business_name.strip(),
-            time_zone=time_zone,
-            default_region=default_region.upper(),
-        )
-        BusinessSettings.objects.create(owner=owner)
-        for position, url in enumerate(review_urls):
-            review_site_add(owner=owner, url=url, position=position)
-    return owner
-
-
-def review_site_add(*, owner: User, url: str, label: str = "", position: int = 0) -> ReviewSite:
-    kind = ReviewSite.kind_for_url(url)
-    site = ReviewSite(
-        owner=owner,
-        url=url,
-        kind=kind or ReviewSite.Kind.CUSTOM,
-        label=label or _default_label(kind, url),
-        position=position,
-    )
-    site.full_clean()
-    with transaction.atomic():
-        BusinessSettings.lock_for(owner)  # see _has_review_site
-        site.save()
-        messages_release_waiting(owner=owner)
-    return site
-
-
-def messages_release_waiting(*, owner: User) -> int:
-    """The business lists a review site now: its messages held for one
-    (``Message.WAITING_FOR_REVIEW_SITE``) become pending, due at the time they were meant for
-    or now, whichever is later, moved into the sending window like any other send, and the
-    dispatcher sends them on its normal path. Returns how many were released.
-
-    Run in the transaction that adds the site, after ``BusinessSettings.lock_for`` (
-    ``review_site_add``; the admin's review-site page calls it too). Requests are locked
-    before their messages, the order of every writer that changes both."""
-    held = Message.objects.filter(
-        review_request__owner=owner,
-        status=Message.Status.PLANNED,
-        last_error_code=Message.WAITING_FOR_REVIEW_SITE,
-    )
-    if not ReviewSite.listed_by(owner.pk):
-        return 0
-    now = timezone.now()
-    policy = BusinessSettings.for_owner(owner)
-    released = 0
-    with transaction.atomic():
-        request_ids = list(held.values_list("review_request_id", flat=True))
-        requests = {
-            request.pk: request
-            for request in ReviewRequest.objects.select_for_update(of=("self",))
-            .select_related("contact")
-            .filter(pk__in=request_ids)
-            .order_by("pk")
-        }
-        for message in held.filter(review_request_id__in=list(requests)).select_for_update(
-            of=("self",)
-        ):
-            request = requests[message.review_request_id]
-            requested = max(now, request.scheduled_for) if message.step == 0 else now
-            send = policy.send_time(
-                channel=message.channel, requested=requested, phone=request.contact.phone
-            )
-            message.due_at, message.last_error, message.last_error_code = send.at, "", ""
-            message.save(
-                update_fields=[
-                    *message.transition(Message.Status.PENDING, at=now),
-                    "due_at",
-                    "last_error",
-                    "last_error_code",
-                ]
-            )
-            if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
-                request.scheduled_for = send.at
-                request.save(update_fields=["scheduled_for", "updated_at"])
-            released += 1
-        if released:
-            transaction.on_commit(dispatcher_kick)
-    return released
-
-
-def _default_label(kind: str | None, url: str) -> str:
-    if kind and kind != ReviewSite.Kind.CUSTOM:
-        return ReviewSite.Kind(kind).label
-    host = (urlsplit(url).hostname or url).removeprefix("www.")
-    return host[:80]
-
-
-# --- Adding a contact -----------------------------------------------------------------------------
 
 
 class ContactAddOutcome(enum.StrEnum):
