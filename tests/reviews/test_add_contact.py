@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
-from reviews.services import ContactAddOutcome, business_create, contact_add
+from reviews.services import ContactAddOutcome, contact_add
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -464,20 +464,3 @@ def test_phone_numbers_without_country_code_use_the_owners_region(now):
     british = UserFactory(default_region="GB", time_zone="Europe/London")
     result = contact_add(owner=british, data={"mobile_phone_number": "07400 123456"})
     assert result.contact.phone == "+447400123456"
-
-
-# --- settings -------------------------------------------------------------------------------------
-
-
-def test_business_create_creates_the_review_settings_with_the_defaults(db):
-    owner = business_create(
-        email="owner@example.com", password="a long passphrase 42", business_name="Acme"
-    )
-    policy = owner.review_settings
-    assert policy.initial_channel == BusinessSettings.InitialChannel.SMS
-    assert policy.follow_up_offsets_hours == [72, 168]
-    assert policy.follow_up_other_channel is True
-    assert policy.cooldown_days == 90
-    assert (policy.send_window_start, policy.send_window_end) == (time(8), time(21))
-    assert policy.send_window_applies_to == BusinessSettings.WindowAppliesTo.SMS
-    assert policy.default_delay_hours == 0
