@@ -21,7 +21,7 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
 * ``business``: every business and review-site service, whoever calls it (the portal, the
   admin, ``create_business``): ``business_create``, profile and policy, review sites (add,
-  remove, move, reorder; ``messages_release_waiting`` when a first site arrives), message
+  update, remove, move, reorder; ``messages_release_waiting`` when a first site arrives), message
   wording;
 * ``activity_rollup``: the dashboards' hourly rollup, refreshed by beat and rebuilt on demand.
 """
@@ -37,6 +37,7 @@ from .business import (
     review_site_add,
     review_site_move,
     review_site_remove,
+    review_site_update,
     review_sites_reorder,
 )
 from .contacts import ContactAddOutcome, ContactAddResult, contact_add
@@ -113,6 +114,7 @@ __all__ = [
     "review_site_add",
     "review_site_move",
     "review_site_remove",
+    "review_site_update",
     "review_sites_reorder",
     "sms_reply_record",
     "twilio_status_record",

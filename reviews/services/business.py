@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import User
@@ -121,21 +122,53 @@ def business_settings_update(*, owner: User, changes: Mapping[str, Any]) -> Busi
 # --- Review sites ---------------------------------------------------------------------------------
 
 
-def review_site_add(*, owner: User, url: str, label: str = "", position: int = 0) -> ReviewSite:
-    kind = ReviewSite.kind_for_url(url)
-    site = ReviewSite(
-        owner=owner,
-        url=url,
-        kind=kind or ReviewSite.Kind.CUSTOM,
-        label=label or _default_label(kind, url),
-        position=position,
-    )
+def review_site_add(
+    *, owner: User, url: str, label: str = "", position: int | None = None
+) -> ReviewSite:
+    """Add a review site to the owner's list: its kind follows the link, a blank ``label``
+    names it from the link (Google, Facebook, Trustpilot, else the host), and without a
+    ``position`` it goes last. ``ValidationError`` keyed by field (a Yelp link, one already
+    listed); nothing is saved then.
+
+    The first site releases the messages held while the business listed none
+    (``messages_release_waiting``), in the same transaction."""
+    site = ReviewSite(owner=owner, position=position or 0)
+    _review_site_point(site, url=url, label=label)
     site.full_clean()
     with transaction.atomic():
         BusinessSettings.lock_for(owner)  # see contacts._has_review_site
+        if position is None:
+            last = ReviewSite.objects.filter(owner=owner).aggregate(last=Max("position"))["last"]
+            site.position = 0 if last is None else last + 1
         site.save()
         messages_release_waiting(owner=owner)
     return site
+
+
+def review_site_update(
+    *, owner: User, site_id: uuid.UUID, url: str, label: str = "", position: int | None = None
+) -> ReviewSite:
+    """Change one of the owner's review sites by the rules of ``review_site_add``: the kind
+    follows the new link and a blank ``label`` names it from the link; ``position`` None keeps
+    its place. ``ValidationError`` keyed by field, nothing saved; ``ReviewSite.DoesNotExist``
+    if the owner has no such site."""
+    with transaction.atomic():
+        site = ReviewSite.objects.select_for_update().get(owner=owner, pk=site_id)
+        _review_site_point(site, url=url, label=label)
+        if position is not None:
+            site.position = position
+        site.full_clean()
+        site.save()
+    return site
+
+
+def _review_site_point(site: ReviewSite, *, url: str, label: str) -> None:
+    """Point ``site`` at ``url``: the one place its kind and default label are decided."""
+    kind = ReviewSite.kind_for_url(url)
+    site.url = url
+    # None (Yelp): ``ReviewSite.clean`` refuses the link with its own message.
+    site.kind = kind or ReviewSite.Kind.CUSTOM
+    site.label = label or _default_label(kind, url)
 
 
 def messages_release_waiting(*, owner: User) -> int:
@@ -144,9 +177,9 @@ def messages_release_waiting(*, owner: User) -> int:
     or now, whichever is later, moved into the sending window like any other send, and the
     dispatcher sends them on its normal path. Returns how many were released.
 
-    Run in the transaction that adds the site, after ``BusinessSettings.lock_for`` (
-    ``review_site_add``; the admin's review-site page calls it too). Requests are locked
-    before their messages, the order of every writer that changes both."""
+    Run in the transaction that adds the site, after ``BusinessSettings.lock_for``
+    (``review_site_add``, whichever page adds the site). Requests are locked before their
+    messages, the order of every writer that changes both."""
     held = Message.objects.filter(
         review_request__owner=owner,
         status=Message.Status.PLANNED,
