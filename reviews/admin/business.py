@@ -255,8 +255,9 @@ class _TemplateForm(forms.ModelForm):
 class MessageTemplateAdmin(admin.ModelAdmin):
     """A business's own wording per step. The form runs ``MessageTemplate.clean`` (merge
     fields, review link, business name, STOP line) and saves through
-    ``message_template_save``; the preview beside it renders the draft for a sample contact
-    through the real send path (SMS text and segment count, or the e-mail), as staff type."""
+    ``message_template_save`` (deletes through ``message_template_reset``); the preview beside
+    it renders the draft for a sample contact through the real send path (SMS text and segment
+    count, or the e-mail), as staff type."""
 
     form = _TemplateForm
     list_display = ("owner", "channel", "step", "subject", "segments")
@@ -346,6 +347,16 @@ class MessageTemplateAdmin(admin.ModelAdmin):
         )
         obj.pk = template.pk
         obj._state.adding = False
+
+    # Deleting a business's wording is the portal's "back to the default wording".
+    def delete_model(self, request, obj):
+        services.message_template_reset(owner=obj.owner, channel=obj.channel, step=obj.step)
+
+    def delete_queryset(self, request, queryset):
+        for template in queryset.select_related("owner"):
+            services.message_template_reset(
+                owner=template.owner, channel=template.channel, step=template.step
+            )
 
 
 def _object_from_url(request: HttpRequest) -> MessageTemplate | None:

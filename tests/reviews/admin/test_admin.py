@@ -257,6 +257,37 @@ def test_template_saved_through_the_service_gets_the_stop_line(staff, business):
     assert "js/template-preview.js" in change
 
 
+def test_deleting_wording_goes_back_to_the_default_through_the_service(
+    staff, business, monkeypatch
+):
+    reset = []
+    reset_one = services.message_template_reset
+
+    def spy(**kwargs):
+        reset.append((kwargs["channel"], kwargs["step"]))
+        return reset_one(**kwargs)
+
+    monkeypatch.setattr(services, "message_template_reset", spy)
+    sms, email, follow_up = (
+        MessageTemplate.objects.create(
+            owner=business, channel=channel, step=step, subject="Hi", body="{review_link}"
+        )
+        for channel, step in (("sms", 0), ("email", 0), ("email", 1))
+    )
+    url = "/admin/reviews/messagetemplate/"
+    assert staff.post(f"{url}{sms.pk}/delete/", {"post": "yes"}).status_code == 302
+    staff.post(
+        url,
+        {
+            "action": "delete_selected",
+            "_selected_action": [str(email.pk), str(follow_up.pk)],
+            "post": "yes",
+        },
+    )
+    assert sorted(reset) == [("email", 0), ("email", 1), ("sms", 0)]
+    assert not MessageTemplate.objects.exists()
+
+
 def test_preview_endpoint_takes_a_template_id_that_only_looks_like_a_uuid_as_none(staff, business):
     """A hidden field of 36 hyphens passed the old pattern and made the lookup fail (500)."""
     page = staff.post(
