@@ -3,15 +3,19 @@ transaction.
 
 Views, commands and tasks parse input and call one of these; no network I/O happens inside a
 transaction. One module per concern, all public names re-exported here; the modules import each
-other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecycle`` → ``dispatch``):
+other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecycle`` → ``dispatch``).
+A result a caller branches on, logs or counts is one ``enum.StrEnum`` (its values are the strings
+logs, metrics and stored rows carry), never a class of string constants:
 
 * ``contacts``: ``contact_add`` only (``ContactAddOutcome``, ``ContactAddResult``);
 * ``dispatch``: ``messages_dispatch_due`` (due rows → send tasks), lease recovery, the
   on-commit kick;
 * ``sending``: ``messages_send`` (claim, render, call the channel);
-* ``outcomes``: recording what the provider answered (sent, failed, retry, unknown);
+* ``outcomes``: recording what the provider answered (sent, failed, retry, unknown), and
+  ``SendResult``, what became of each message a send task carried;
 * ``lifecycle``: a request's lock and what comes next (``review_request_advance``);
-* ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``;
+* ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``
+  (``ProviderOutcome`` in, ``ProviderEventResult`` out);
 * ``opt_outs``: opt-out and opt-in, the audit, SMS replies, e-mail unsubscribes;
 * ``engagement``: clicks on review-site links and private feedback;
 * ``staff``: ``message_resend``, ``review_request_cancel`` (``CancelRefused``),
@@ -56,13 +60,16 @@ from .opt_outs import (
     opt_out_events_purge,
     sms_reply_record,
 )
+from .outcomes import SendResult
 from .provider_events import (
+    ProviderEventResult,
+    ProviderOutcome,
     email_event_record,
     message_provider_status_apply,
     messages_reconcile_unknown,
     twilio_status_record,
 )
-from .sending import SendResult, message_send, messages_send
+from .sending import message_send, messages_send
 from .staff import (
     CancelRefused,
     ResendRefused,
@@ -79,6 +86,8 @@ __all__ = [
     "DispatchResult",
     "ImportFileError",
     "ImportReport",
+    "ProviderEventResult",
+    "ProviderOutcome",
     "ResendRefused",
     "RollupRefresh",
     "SendNowRefused",
