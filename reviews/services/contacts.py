@@ -4,10 +4,8 @@ back office alike."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -27,7 +25,7 @@ from ..models import (
     SendTime,
     messages_for,
 )
-from ..normalize import ContactInput, clean_contact_input
+from ..normalize import ContactInput
 from .dispatch import dispatcher_kick
 
 
@@ -51,21 +49,23 @@ class ContactAddResult:
 def contact_add(
     *,
     owner: User,
-    data: Mapping[str, Any] | ContactInput,
+    data: ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
 ) -> ContactAddResult:
     """Add or update a contact and give them at most one scheduled review request.
 
-    The one entry point for the API, the admin and the CSV import. ``data`` holds raw values
-    (``reviews.normalize.CONTACT_FIELDS``; unknown keys are ignored); bad input raises
-    ``ValidationError`` naming each field, and nothing is written.
+    The one entry point for the API, the CSV import and everything else that adds a contact.
+    ``data`` is the input as ``reviews.normalize.clean_contact_input`` parsed it, with the
+    owner's default region: callers parse first (a bad field is its ``ValidationError``, naming
+    each field), so input is parsed once and in one way. ``ValidationError`` here too when the
+    merged metadata would grow past its limit; nothing is written then.
 
-    In one transaction, with no network I/O: normalise, find the contact by e-mail or phone
-    (the e-mail match wins when they point at two contacts), update it with the non-empty
-    values (metadata merged) or create it, then return the contact's active request, or the
-    latest one that reached them within the cooldown, or create a request with all its message
-    rows (step 0 pending at ``scheduled_for``, follow-ups planned).
+    In one transaction, with no network I/O: find the contact by e-mail or phone (the e-mail
+    match wins when they point at two contacts), update it with the non-empty values
+    (metadata merged) or create it, then return the contact's active request, or the latest
+    one that reached them within the cooldown, or create a request with all its message rows
+    (step 0 pending at ``scheduled_for``, follow-ups planned).
 
     Concurrency: the transaction first serialises adds of one person
     (``db.contact_add_lock``),
@@ -77,24 +77,17 @@ def contact_add(
     caller's transaction (the API's ``Idempotency-Key``) it runs in a savepoint, so that retry
     works there too.
 
-    ``data`` may also be a ``ContactInput`` already parsed by ``clean_contact_input`` (with the
-    owner's default region), so that a caller that validated first does not parse twice.
-
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
     import reads them once per batch instead of once per row).
     """
-    if isinstance(data, ContactInput):
-        clean = data  # parsed by the caller (the API's input serializer)
-    else:
-        clean = clean_contact_input(data, default_region=owner.default_region)
     if policy is None:
         policy = BusinessSettings.for_owner(owner)
     try:
-        return _contact_add_once(owner=owner, clean=clean, policy=policy, source=source)
+        return _contact_add_once(owner=owner, clean=data, policy=policy, source=source)
     except IntegrityError:
         # The other transaction has committed by the time our insert failed: a second run
         # sees its contact and request, and deduplicates onto them.
-        return _contact_add_once(owner=owner, clean=clean, policy=policy, source=source)
+        return _contact_add_once(owner=owner, clean=data, policy=policy, source=source)
 
 
 def _contact_add_once(
