@@ -15,8 +15,9 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.safestring import mark_safe
 
+from providers.email import provider_name as email_provider_name
+
 from .. import dashboard, selectors, services
-from ..channels.email import provider_name as email_provider_name
 from ..models import (
     Channel,
     Click,

@@ -18,10 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from events.models import EventType
+from providers import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
+from providers.email import email_channel
+from providers.sms import sms_channel
 
-from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
-from ..channels.email import email_channel
-from ..channels.sms import sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
 from ..normalize import is_uuid
 from .events import review_request_event_record

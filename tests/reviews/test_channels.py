@@ -14,16 +14,16 @@ from anymail.exceptions import AnymailRecipientsRefused, AnymailRequestsAPIError
 from django.utils import timezone
 from twilio.base.exceptions import TwilioRestException
 
-from reviews.channels import (
+from providers import (
     DeliveryOutcomeUnknown,
     DeliveryRejected,
     OutgoingSms,
     classify_http_status,
     request_never_left,
 )
-from reviews.channels.email import _anymail_error, _other_error
-from reviews.channels.outbox import write_atomically
-from reviews.channels.sms import OutboxSms, _rest_error, sms_channel
+from providers.email import _anymail_error, _other_error
+from providers.outbox import write_atomically
+from providers.sms import OutboxSms, _rest_error, sms_channel
 from tests.support.processes import free_port
 
 

@@ -1,4 +1,4 @@
-"""Twilio's transport (``reviews/channels/twilio_http.py``): the request the SDK asked for, sent
+"""Twilio's transport (``providers/twilio_http.py``): the request the SDK asked for, sent
 once through a urllib3 pool, with the environment's proxy and CA bundle as requests reads them.
 Sending through the fake provider, the answers and every error path are covered by
 ``test_sending.py`` (refused, hang, drop, 5xx: one attempt each) and ``test_faults.py``."""
@@ -12,9 +12,9 @@ import pytest
 import requests
 import urllib3
 
-from reviews.channels import DeliveryOutcomeUnknown
-from reviews.channels.sms import _transport_error
-from reviews.channels.twilio_http import PooledHttpClient, encode_form
+from providers import DeliveryOutcomeUnknown
+from providers.sms import _transport_error
+from providers.twilio_http import PooledHttpClient, encode_form
 from tests.support.fake_providers import FakeProviders
 
 
