@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
+from contact_input.normalize import ContactInput, clean_contact_input
 from core.times import human_utc
 
 from .. import db, selectors
@@ -29,7 +30,6 @@ from ..models import (
     SendTime,
     messages_for,
 )
-from ..normalize import ContactInput, clean_contact_input
 from .dispatch import dispatcher_kick
 
 
@@ -176,7 +176,7 @@ def contact_add(
     """Add or update a contact and give them at most one scheduled review request.
 
     The one entry point for the API, the admin and the CSV import. ``data`` holds raw values
-    (``reviews.normalize.CONTACT_FIELDS``; unknown keys are ignored); bad input raises
+    (``contact_input.normalize.CONTACT_FIELDS``; unknown keys are ignored); bad input raises
     ``ValidationError`` naming each field, and nothing is written.
 
     In one transaction, with no network I/O: normalise, find the contact by e-mail or phone
