@@ -254,9 +254,7 @@ SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 # host, port, login and TLS/SSL; an explicit EMAIL_BACKEND still wins.
 EMAIL_URL = secret_env("EMAIL_URL")
 _smtp = backends.smtp(EMAIL_URL)
-EMAIL_BACKEND = env(
-    "EMAIL_BACKEND", default=_smtp.backend or "reviews.channels.outbox.OutboxEmailBackend"
-)
+EMAIL_BACKEND = env("EMAIL_BACKEND", default=_smtp.backend or "providers.outbox.OutboxEmailBackend")
 EMAIL_HOST = _smtp.host
 EMAIL_PORT = _smtp.port
 EMAIL_HOST_USER = _smtp.user

@@ -14,6 +14,7 @@ from django.utils.safestring import mark_safe
 
 from accounts.admin import UserAdmin
 from accounts.validators import validate_region, validate_time_zone
+from contact_input.normalize import is_uuid
 
 from .. import services
 from ..models import (
@@ -23,7 +24,6 @@ from ..models import (
     MessageTemplate,
     ReviewSite,
 )
-from ..normalize import is_uuid
 from ..rendering import preview_message
 from ..services.business import POLICY_FIELDS, PROFILE_FIELDS
 from .base import BACKOFFICE_CSS, ReadOnlyInline

@@ -15,8 +15,10 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.safestring import mark_safe
 
+from contact_input.normalize import is_uuid, normalize_phone
+from providers.email import provider_name as email_provider_name
+
 from .. import dashboard, selectors, services
-from ..channels.email import provider_name as email_provider_name
 from ..models import (
     Channel,
     Click,
@@ -26,7 +28,6 @@ from ..models import (
     ReviewRequest,
     ReviewSite,
 )
-from ..normalize import is_uuid, normalize_phone
 from .base import (
     BACKOFFICE_CSS,
     BigTableAdmin,

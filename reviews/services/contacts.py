@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
+from contact_input.normalize import ContactInput
 from core.times import human_utc
 
 from .. import db, selectors
@@ -25,7 +26,6 @@ from ..models import (
     SendTime,
     messages_for,
 )
-from ..normalize import ContactInput
 from .dispatch import dispatcher_kick
 
 
@@ -56,7 +56,7 @@ def contact_add(
     """Add or update a contact and give them at most one scheduled review request.
 
     The one entry point for the API, the CSV import and everything else that adds a contact.
-    ``data`` is the input as ``reviews.normalize.clean_contact_input`` parsed it, with the
+    ``data`` is the input as ``contact_input.normalize.clean_contact_input`` parsed it, with the
     owner's default region: callers parse first (a bad field is its ``ValidationError``, naming
     each field), so input is parsed once and in one way. ``ValidationError`` here too when the
     merged metadata would grow past its limit; nothing is written then.

@@ -44,9 +44,14 @@ from django.db import transaction
 from openpyxl.utils.exceptions import InvalidFileException
 
 from accounts.models import User
+from contact_input.normalize import (
+    CONTACT_FIELDS,
+    NEED_EMAIL_OR_PHONE,
+    ContactInput,
+    clean_contact_input,
+)
 
 from ..models import BusinessSettings, Contact
-from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, ContactInput, clean_contact_input
 from .contacts import ContactAddOutcome, contact_add
 
 # A row as ``csv.DictReader`` yields it: header -> cell (``None`` for a cell missing from a short

@@ -19,9 +19,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from providers import Sent
+from providers.sms import UNSUBSCRIBED_CODE
+
 from .. import db
-from ..channels import Sent
-from ..channels.sms import UNSUBSCRIBED_CODE
 from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
 from .lifecycle import (
     OwnerReads,

@@ -18,13 +18,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from contact_input.normalize import is_uuid
 from events.models import EventType
+from providers import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
+from providers.email import email_channel
+from providers.sms import sms_channel
 
-from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
-from ..channels.email import email_channel
-from ..channels.sms import sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
-from ..normalize import is_uuid
 from .events import review_request_event_record
 from .lifecycle import (
     review_request_advance,

@@ -39,17 +39,17 @@ from django.utils import timezone
 from accounts.models import User
 from core.metrics import MESSAGES, PROVIDER_LATENCY
 from events.services import event_types_subscribed
-
-from .. import db, rendering
-from ..channels import (
+from providers import (
     DeliveryOutcomeUnknown,
     DeliveryRejected,
     OutgoingEmail,
     OutgoingSms,
     Sent,
 )
-from ..channels.email import email_channel
-from ..channels.sms import sms_channel
+from providers.email import email_channel
+from providers.sms import sms_channel
+
+from .. import db, rendering
 from ..models import (
     BusinessSettings,
     Channel,

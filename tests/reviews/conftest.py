@@ -106,7 +106,7 @@ def postmark(fake):
 @pytest.fixture
 def outbox_email(settings):
     """The embedded default's e-mail backend (tests otherwise use Django's locmem)."""
-    settings.EMAIL_BACKEND = "reviews.channels.outbox.OutboxEmailBackend"
+    settings.EMAIL_BACKEND = "providers.outbox.OutboxEmailBackend"
     return settings.OUTBOX_DIR
 
 

@@ -210,7 +210,7 @@ import django
 django.setup()
 from accounts.models import User
 from reviews.models import BusinessSettings, ReviewSite
-from reviews.normalize import clean_contact_input
+from contact_input.normalize import clean_contact_input
 from reviews.services import contact_add
 owner = User.objects.create_user(email="owner@example.com", business_name="Acme Plumbing")
 ReviewSite.objects.create(owner=owner, url="https://g.page/r/acme/review", label="Google")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accounts.models import User
-from reviews.normalize import ContactInput, clean_contact_input
+from contact_input.normalize import ContactInput, clean_contact_input
 
 
 def contact_input(owner: User, data: Mapping[str, Any]) -> ContactInput:

@@ -1,7 +1,8 @@
-"""Twilio's transport (``reviews/channels/twilio_http.py``): the request the SDK asked for, sent
+"""Twilio's transport (``providers/twilio_http.py``): the request the SDK asked for, sent
 once through a urllib3 pool, with the environment's proxy and CA bundle as requests reads them.
 Sending through the fake provider, the answers and every error path are covered by
-``test_sending.py`` (refused, hang, drop, 5xx: one attempt each) and ``test_faults.py``."""
+``tests/reviews/test_sending.py`` (refused, hang, drop, 5xx: one attempt each) and
+``tests/reviews/test_faults.py``."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ import pytest
 import requests
 import urllib3
 
-from reviews.channels import DeliveryOutcomeUnknown
-from reviews.channels.sms import _transport_error
-from reviews.channels.twilio_http import PooledHttpClient, encode_form
+from providers.twilio_http import PooledHttpClient, encode_form
 from tests.support.fake_providers import FakeProviders
 
 
@@ -112,9 +111,3 @@ def test_certificates_are_checked_against_the_bundle_requests_would_use(monkeypa
 def test_nothing_is_retried_by_the_pool():
     # urllib3's default is 3 retries of a connection error; a create sent again can text twice.
     assert client().pool.connection_pool_kw["retries"].total is False
-
-
-def test_a_read_timeout_from_urllib3_is_an_unknown_outcome_named_as_such():
-    error = _transport_error(urllib3.exceptions.ReadTimeoutError(None, "/x", "timed out"))
-    assert isinstance(error, DeliveryOutcomeUnknown)
-    assert "read timeout" in str(error)

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reviews.normalize import (
+from contact_input.normalize import (
     CONTACT_FIELD_KEYS,
     MAX_METADATA_BYTES,
     NEED_EMAIL_OR_PHONE,

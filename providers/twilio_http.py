@@ -13,7 +13,7 @@ the environment's proxy and CA bundle read once, as requests would have read the
 goes out once (``retries=False``), because a create that is sent again can text a person twice.
 Errors are urllib3's own: ``NewConnectionError`` and ``ConnectTimeoutError`` (nothing left),
 ``ReadTimeoutError`` and ``ProtocolError`` (it may have been delivered), which the channel maps
-(``reviews.channels.request_never_left``).
+(``providers.request_never_left``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """E-mail through Django's mail API: the backend (``EMAIL_BACKEND``) is the switch.
 
 In production an anymail backend (Postmark, SendGrid, Mailgun, SES...: ``ANYMAIL`` holds its
-keys); by default ``reviews.channels.outbox.OutboxEmailBackend``, one ``.eml`` per message.
+keys); by default ``providers.outbox.OutboxEmailBackend``, one ``.eml`` per message.
 Every message is multipart (text + HTML) and carries RFC 8058 one-click unsubscribe headers.
 """
 

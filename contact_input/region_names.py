@@ -2,8 +2,9 @@
 
 What ``phonenumbers.geocoder.country_name_for_number(example_number(region), "en")`` returns,
 written out: importing the geocoder loads every geographic prefix it knows (~100 MB in each
-web and worker process) for one name in an error message. ``tests/reviews/test_region_names.py``
-fails when the installed phonenumbers names a region otherwise; it prints the table to paste here.
+web and worker process) for one name in an error message.
+``tests/contact_input/test_region_names.py`` fails when the installed phonenumbers names a region
+otherwise; it prints the table to paste here.
 """
 
 REGION_NAMES: dict[str, str] = {

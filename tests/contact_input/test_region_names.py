@@ -1,4 +1,4 @@
-"""reviews.region_names: the phone regions' English names, written out so that no process
+"""contact_input.region_names: the phone regions' English names, written out so that no process
 loads phonenumbers' geocoder (~100 MB) for them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import phonenumbers
 from phonenumbers import geocoder
 
-from reviews.region_names import REGION_NAMES
+from contact_input.region_names import REGION_NAMES
 
 
 def test_the_table_says_what_the_installed_phonenumbers_says():
@@ -23,7 +23,7 @@ def test_the_table_says_what_the_installed_phonenumbers_says():
     table = "".join(
         f"    {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},\n" for k, v in expected.items()
     )
-    assert expected == REGION_NAMES, f"paste into reviews/region_names.py:\n{table}"
+    assert expected == REGION_NAMES, f"paste into contact_input/region_names.py:\n{table}"
 
 
 def test_validating_a_phone_number_does_not_load_the_geocoder():
@@ -33,7 +33,7 @@ def test_validating_a_phone_number_does_not_load_the_geocoder():
         "import sys\n"
         "from django.conf import settings\n"
         "settings.configure(USE_I18N=False)\n"
-        "from reviews.normalize import normalize_phone\n"
+        "from contact_input.normalize import normalize_phone\n"
         "try:\n"
         "    normalize_phone('+44 7700 900123', 'US')\n"
         "except Exception as exc:\n"

@@ -1,4 +1,7 @@
-"""Channels: the only code that talks to e-mail and SMS providers.
+"""Providers: the only code that talks to e-mail and SMS providers (the delivery channels).
+
+It imports no app, only Django and the providers' SDKs; the delivery services in ``reviews``
+call it.
 
 Each adapter takes one outgoing message, returns the provider's id for it (``Sent``), or raises
 one of two exceptions, so no SDK exception ever reaches the delivery service:
