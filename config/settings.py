@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "core",
     "accounts",
     "reviews",
+    "activity",
     "events",
     "connector_api",
     "oauth_provider",
