@@ -8,8 +8,8 @@ from django.db import connection
 from django.test import Client
 
 from accounts.models import User
+from activity.dashboard import staff_dashboard
 from bench import scale
-from reviews.dashboard import staff_dashboard
 from reviews.models import ActivityRollup, Click, Contact, Message, OptOutEvent, ReviewRequest
 from reviews.services import business_create
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from activity.dashboard import staff_dashboard
 from activity.owner_dashboard import activity, funnel
-from reviews.dashboard import staff_dashboard
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first

@@ -16,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from activity import owner_dashboard
+from activity.dashboard import staff_dashboard
 from reviews import selectors
-from reviews.dashboard import staff_dashboard
 from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
 from reviews.services import contact_add
 from reviews.services.activity_rollup import (
@@ -26,9 +26,9 @@ from reviews.services.activity_rollup import (
     activity_rollup_refresh,
 )
 from reviews.tasks import refresh_activity_rollup
+from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.factories import ContactFactory, UserFactory
 from tests.reviews.conftest import new_phone
-from tests.reviews.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 from tests.support.scale_data import plan_nodes
 

@@ -18,9 +18,8 @@ from django.utils import timezone
 
 from core.charts import Chart, Series
 from core.times import local_day_start
-
-from . import selectors
-from .models import ActivityRollup, Message, OptOutEvent
+from reviews import selectors
+from reviews.models import ActivityRollup, Message, OptOutEvent
 
 DAYS = 30
 
