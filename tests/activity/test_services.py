@@ -17,15 +17,15 @@ from django.utils import timezone
 
 from activity import owner_dashboard
 from activity.dashboard import staff_dashboard
-from reviews import selectors
-from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
-from reviews.services import contact_add
-from reviews.services.activity_rollup import (
+from activity.services import (
     REOPEN_HOURS,
     activity_rollup_rebuild,
     activity_rollup_refresh,
 )
-from reviews.tasks import refresh_activity_rollup
+from activity.tasks import refresh_activity_rollup
+from reviews import selectors
+from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
+from reviews.services import contact_add
 from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.factories import ContactFactory, UserFactory
 from tests.reviews.conftest import new_phone

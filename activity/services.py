@@ -25,8 +25,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from core.times import utc_day_start, utc_hour_start
-
-from ..models import (
+from reviews.models import (
     ActivityDailyRollup,
     ActivityRollup,
     ActivityRollupState,
@@ -34,7 +33,7 @@ from ..models import (
     OptOutEvent,
     ReviewRequest,
 )
-from ..selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
+from reviews.selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
 REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)
 REBUILD_CHUNK = timedelta(days=31)  # hours recomputed per grouped pass of a rebuild
