@@ -1,7 +1,7 @@
 """The owner dashboard's numbers (the portal's front page): the funnel and the activity chart
 of one owner's requests over a period, each event counted on the day it happened.
 
-Both read the same series (``reviews.selectors.DAILY_SERIES``): the funnel a period's totals
+Both read the same series (``activity.selectors.DAILY_SERIES``): the funnel a period's totals
 (``review_request_period_counts``), the chart its days (``review_request_daily_counts``), each
 from the rollup's closed hours and indexed ranges of the base tables after them, so their cost
 follows the period's days, not its requests. Days are those of the current time zone (the
@@ -20,8 +20,9 @@ from django.utils import timezone
 from accounts.models import User
 from core.charts import Chart, Series
 from core.times import local_day_start
-from reviews import selectors as reviews_selectors
 from reviews.models import ReviewRequest
+
+from . import selectors
 
 # --- The funnel -----------------------------------------------------------------------------------
 
@@ -84,7 +85,7 @@ def period_start(*, days: int) -> datetime:
     return local_day_start(timezone.localdate() - timedelta(days=days - 1))
 
 
-# Funnel field → series of reviews.selectors.DAILY_SERIES.
+# Funnel field → series of selectors.DAILY_SERIES.
 FUNNEL_SERIES = {
     "added": "scheduled",
     "sent": "sent",
@@ -97,7 +98,7 @@ FUNNEL_SERIES = {
 
 def funnel(*, owner: User, days: int | None) -> Funnel:
     """The owner's funnel over the last ``days`` days (today included, days of the current time
-    zone, as the chart; all time: None), from ``reviews.selectors.review_request_period_counts``
+    zone, as the chart; all time: None), from ``selectors.review_request_period_counts``
     (the rollup's closed days and hours, indexed ranges for the rest): bounded by the period's
     days, however many requests it holds. Delivered: ``ReviewRequest.delivered_q`` (a receipt
     or a click), as the staff dashboard counts it."""
@@ -109,7 +110,7 @@ def funnel(*, owner: User, days: int | None) -> Funnel:
         if first["first"] is None:
             return Funnel(since=None, **dict.fromkeys(FUNNEL_SERIES, 0))
         start = local_day_start(timezone.localdate(first["first"]))
-    counts = reviews_selectors.review_request_period_counts(
+    counts = selectors.review_request_period_counts(
         owner_id=owner.pk, since=start, series=FUNNEL_SERIES.values()
     )
     return Funnel(
@@ -120,7 +121,7 @@ def funnel(*, owner: User, days: int | None) -> Funnel:
 
 # --- The activity chart ---------------------------------------------------------------------------
 
-# (key of reviews.selectors.DAILY_SERIES, label, colour): one line each.
+# (key of selectors.DAILY_SERIES, label, colour): one line each.
 ACTIVITY_SERIES = (
     ("scheduled", "Added", "#2563eb"),
     ("sent", "Sent", "#7c3aed"),
@@ -169,7 +170,7 @@ class Activity:
 
 def activity(*, owner: User, days: int | None) -> Activity:
     """The owner's activity over the last ``days`` days (today included; ``None``: the last
-    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (the
+    ``ALL_TIME_WEEKS`` weeks), from ``selectors.review_request_daily_counts`` (the
     rollup's closed hours, then one query over indexed ranges for the hours after them, in the
     current time zone's days), summed per week when the
     period is longer than a month. Weeks end today, so the newest point is a whole week."""
@@ -178,7 +179,7 @@ def activity(*, owner: User, days: int | None) -> Activity:
     else:
         step, points = 7, -(-(days or ALL_TIME_WEEKS * 7) // 7)
     first_day = timezone.localdate() - timedelta(days=points * step - 1)
-    counts = reviews_selectors.review_request_daily_counts(
+    counts = selectors.review_request_daily_counts(
         owner_id=owner.pk,
         first_day=first_day,
         days=points * step,

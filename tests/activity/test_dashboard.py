@@ -13,8 +13,8 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
+from activity import selectors
 from activity.dashboard import staff_dashboard
-from reviews import selectors
 from reviews.models import Contact, Message, ReviewRequest
 from reviews.services import contact_add
 from tests.factories import ContactFactory, UserFactory

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from activity import owner_dashboard
+from activity import owner_dashboard, selectors
 from activity.dashboard import staff_dashboard
 from activity.services import (
     REOPEN_HOURS,
@@ -23,7 +23,6 @@ from activity.services import (
     activity_rollup_refresh,
 )
 from activity.tasks import refresh_activity_rollup
-from reviews import selectors
 from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
 from reviews.services import contact_add
 from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401

@@ -15,8 +15,7 @@ from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
 from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
-
-from ..models import (
+from reviews.models import (
     ActivityDailyRollup,
     ActivityRollup,
     ActivityRollupState,
