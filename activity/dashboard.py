@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from core.charts import Chart, Series
 from core.times import local_day_start
-from reviews.models import ActivityRollup, Message, OptOutEvent
+from reviews.models import Message, OptOutEvent
 
 from . import selectors
+from .models import ActivityRollup
 
 DAYS = 30
 

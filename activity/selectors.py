@@ -1,5 +1,5 @@
 """Reads of activity over time: the series per day (the staff dashboard, the owner dashboard's
-chart and funnel), the rollup (``reviews.models.ActivityRollup``) and the failures and opt-outs
+chart and funnel), the rollup (``activity.models.ActivityRollup``) and the failures and opt-outs
 of a period. Each reads an indexed range of its timestamp or the rollup's hours."""
 
 from __future__ import annotations
@@ -15,14 +15,9 @@ from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
 from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
-from reviews.models import (
-    ActivityDailyRollup,
-    ActivityRollup,
-    ActivityRollupState,
-    Message,
-    OptOutEvent,
-    ReviewRequest,
-)
+from reviews.models import Message, OptOutEvent, ReviewRequest
+
+from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 
 # --- Activity per day (the staff dashboard; the owner dashboard's chart) -------------------------
 
@@ -128,7 +123,7 @@ def review_request_daily_counts(
     return result
 
 
-# --- The rollup (reviews.models.ActivityRollup) ---------------------------------------------------
+# --- The rollup (activity.models.ActivityRollup) --------------------------------------------------
 
 ROLLUP_KEY = "activity"
 

@@ -25,15 +25,9 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from core.times import utc_day_start, utc_hour_start
-from reviews.models import (
-    ActivityDailyRollup,
-    ActivityRollup,
-    ActivityRollupState,
-    Message,
-    OptOutEvent,
-    ReviewRequest,
-)
+from reviews.models import Message, OptOutEvent, ReviewRequest
 
+from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 from .selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
 REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)

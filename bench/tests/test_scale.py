@@ -9,8 +9,9 @@ from django.test import Client
 
 from accounts.models import User
 from activity.dashboard import staff_dashboard
+from activity.models import ActivityRollup
 from bench import scale
-from reviews.models import ActivityRollup, Click, Contact, Message, OptOutEvent, ReviewRequest
+from reviews.models import Click, Contact, Message, OptOutEvent, ReviewRequest
 from reviews.services import business_create
 
 pytestmark = pytest.mark.django_db

@@ -17,13 +17,14 @@ from django.utils import timezone
 
 from activity import owner_dashboard, selectors
 from activity.dashboard import staff_dashboard
+from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 from activity.services import (
     REOPEN_HOURS,
     activity_rollup_rebuild,
     activity_rollup_refresh,
 )
 from activity.tasks import refresh_activity_rollup
-from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
+from reviews.models import ReviewRequest
 from reviews.services import contact_add
 from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.factories import ContactFactory, UserFactory
