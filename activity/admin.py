@@ -47,7 +47,8 @@ class ReviewRequestDashboardAdmin(ReviewRequestAdmin):
         reasons and opt-outs, for every business or one (``?owner=<id>``)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        businesses = list(business_owners().only("pk", "email", "business_name"))
+        owners = business_owners()  # type: ignore[no-untyped-call]  # reviews' admin is not typed
+        businesses = list(owners.only("pk", "email", "business_name"))
         chosen = request.GET.get("owner", "")
         owner = next((b for b in businesses if str(b.pk) == chosen), None)
         data = dashboard.staff_dashboard(owner_id=owner.pk if owner else None)
