@@ -3,12 +3,13 @@
 index's link in ``templates/admin/backoffice_index.html``).
 
 The page belongs to the review requests' admin, but ``reviews`` sits below this app and imports
-nothing of it, so this module extends that admin from above: it registers ``ReviewRequest`` again
-with ``ReviewRequestDashboardAdmin``, ``reviews.admin.requests.ReviewRequestAdmin`` plus the
-page's URL (``get_urls``, where Django's documentation puts a model admin's own views) and the
-change list's link to it. Importing ``ReviewRequestAdmin`` registers it first, whatever order the
-admin's autodiscovery imports the apps' ``admin`` modules in. A URL of the admin site itself
-would have needed an ``AdminSite`` subclass in place of ``admin.site`` for this one page.
+nothing of it, so this module extends that admin from above, as ``reviews.admin.business`` does
+accounts' ``User``: it registers ``ReviewRequest`` again with ``ReviewRequestDashboardAdmin``,
+``reviews.admin.requests.ReviewRequestAdmin`` plus the page's URL (``get_urls``, where Django's
+documentation puts a model admin's own views) and the change list's link to it. Importing
+``ReviewRequestAdmin`` registers it first, whatever order the admin's autodiscovery imports the
+apps' ``admin`` modules in. A URL of the admin site itself would have needed an ``AdminSite``
+subclass in place of ``admin.site`` for this one page.
 """
 
 from __future__ import annotations
