@@ -20,11 +20,9 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
   change's transaction), imported by the modules above it;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
 * ``business``: what an owner configures in the portal: profile and policy, review sites and
-  their order, message wording;
-* ``activity_rollup``: the dashboards' hourly rollup, refreshed by beat and rebuilt on demand.
+  their order, message wording.
 """
 
-from .activity_rollup import RollupRefresh, activity_rollup_rebuild, activity_rollup_refresh
 from .business import (
     business_settings_update,
     message_template_draft,
@@ -81,11 +79,8 @@ __all__ = [
     "ImportFileError",
     "ImportReport",
     "ResendRefused",
-    "RollupRefresh",
     "SendNowRefused",
     "SendResult",
-    "activity_rollup_rebuild",
-    "activity_rollup_refresh",
     "business_create",
     "business_settings_update",
     "click_record",
