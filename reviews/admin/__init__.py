@@ -9,9 +9,10 @@ through a service: the CSV import (``contacts_import`` → ``contact_add``), the
 ``review_site_remove``: the portal's rules, and a first site releases held requests) and message
 wording (``message_template_save``).
 
-Extra pages, under the models they belong to: ``reviewrequest/dashboard/`` (the staff
-dashboard), ``contact/import/`` (CSV import) and ``messagetemplate/preview/`` (the live preview
-the template form calls as staff type).
+Extra pages, under the models they belong to: ``contact/import/`` (CSV import) and
+``messagetemplate/preview/`` (the live preview the template form calls as staff type). The staff
+dashboard at ``reviewrequest/dashboard/`` is added from above by the reporting app
+(``activity/admin.py``), which this app does not import.
 """
 
 from . import business, contacts, requests

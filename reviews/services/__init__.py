@@ -26,11 +26,9 @@ logs, metrics and stored rows carry), never a class of string constants:
 * ``business``: every business and review-site service, whoever calls it (the portal, the
   admin, ``create_business``): ``business_create``, profile and policy, review sites (add,
   update, remove, move, reorder; ``messages_release_waiting`` when a first site arrives), message
-  wording;
-* ``activity_rollup``: the dashboards' hourly rollup, refreshed by beat and rebuilt on demand.
+  wording.
 """
 
-from .activity_rollup import RollupRefresh, activity_rollup_rebuild, activity_rollup_refresh
 from .business import (
     business_create,
     business_settings_update,
@@ -89,11 +87,8 @@ __all__ = [
     "ProviderEventResult",
     "ProviderOutcome",
     "ResendRefused",
-    "RollupRefresh",
     "SendNowRefused",
     "SendResult",
-    "activity_rollup_rebuild",
-    "activity_rollup_refresh",
     "business_create",
     "business_settings_update",
     "click_record",

@@ -1,12 +1,16 @@
 """The dashboards' rollup: how many events of each kind happened per owner and per UTC hour.
 
-Derived data, never the source of truth: ``reviews.services.activity_rollup`` fills it from the
-base tables (requests, messages, opt-out events), counting each event in the hour of its own
-timestamp (a request in the hour it was sent, clicked...), so an hour's counts stop changing
-once its events are written. ``ActivityRollupState`` says which hours it holds; every other hour
-is read from the base tables. Hourly UTC buckets serve every time zone whose offset is a whole
-number of hours (the staff dashboard's ``TIME_ZONE``, most owners' zones); the readers
-(``reviews.selectors``) read the base tables for the others.
+Derived data, never the source of truth: ``activity.services`` fills it from the base tables
+(requests, messages, opt-out events), counting each event in the hour of its own timestamp (a
+request in the hour it was sent, clicked...), so an hour's counts stop changing once its events
+are written. ``ActivityRollupState`` says which hours it holds; every other hour is read from
+the base tables. Hourly UTC buckets serve every time zone whose offset is a whole number of
+hours (the staff dashboard's ``TIME_ZONE``, most owners' zones); the readers
+(``activity.selectors``) read the base tables for the others.
+
+The models came from the reviews app and keep its tables (``Meta.db_table``) and their
+constraints' and indexes' names: the move (``migrations/0001_initial.py`` here, reviews'
+migration 0013 there) changed Django's state only, nothing in the database.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from .contacts import Channel
+from reviews.models import Channel
 
 
 class RollupCounts(models.Model):
@@ -22,7 +26,7 @@ class RollupCounts(models.Model):
     channel and detail) in a period each level names (``hour``, ``day``)."""
 
     class Metric(models.TextChoices):
-        # One per series of reviews.selectors.DAILY_SERIES (requests, by their timestamp).
+        # One per series of activity.selectors.DAILY_SERIES (requests, by their timestamp).
         SCHEDULED = "scheduled", "Requests scheduled"
         SENT = "sent", "Requests sent"
         DELIVERED = "delivered", "Requests delivered (a receipt, or a click)"
@@ -51,6 +55,7 @@ class ActivityRollup(RollupCounts):
     hour = models.DateTimeField(help_text="The start of the UTC hour counted.")
 
     class Meta:
+        db_table = "reviews_activityrollup"
         constraints = [
             # Everyone's hours (the staff dashboard) and a refresh's window: ranges of ``hour``.
             models.UniqueConstraint(
@@ -78,6 +83,7 @@ class ActivityDailyRollup(RollupCounts):
     day = models.DateField(help_text="The UTC day counted.")
 
     class Meta:
+        db_table = "reviews_activitydailyrollup"
         constraints = [
             # One owner's days (the portal's long periods): a range of ``day``.
             models.UniqueConstraint(
@@ -102,6 +108,9 @@ class ActivityRollupState(models.Model):
     covered_from = models.DateTimeField(null=True, blank=True)
     closed_until = models.DateTimeField()
     refreshed_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "reviews_activityrollupstate"
 
     def __str__(self) -> str:
         return f"{self.key}: {self.covered_from or 'start'} to {self.closed_until}"

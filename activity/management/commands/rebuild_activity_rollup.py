@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from reviews import services
+from activity import services
 
 
 class Command(BaseCommand):

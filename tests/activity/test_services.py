@@ -15,20 +15,20 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from portal import selectors as portal_selectors
-from reviews import selectors
-from reviews.dashboard import staff_dashboard
-from reviews.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, ReviewRequest
-from reviews.services import contact_add
-from reviews.services.activity_rollup import (
+from activity import owner_dashboard, selectors
+from activity.dashboard import staff_dashboard
+from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from activity.services import (
     REOPEN_HOURS,
     activity_rollup_rebuild,
     activity_rollup_refresh,
 )
-from reviews.tasks import refresh_activity_rollup
+from activity.tasks import refresh_activity_rollup
+from reviews.models import ReviewRequest
+from reviews.services import contact_add
+from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.factories import ContactFactory, UserFactory
 from tests.reviews.conftest import new_phone
-from tests.reviews.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 from tests.support.scale_data import plan_nodes
@@ -88,7 +88,7 @@ def activity(business):
 
 def test_the_rebuild_gives_the_dashboards_the_numbers_of_the_base_tables(business, activity):
     live = [numbers(staff_dashboard(owner_id=owner)) for owner in (business.pk, None)]
-    live_activity = portal_selectors.activity(owner=business, days=None)
+    live_activity = owner_dashboard.activity(owner=business, days=None)
     call_command("rebuild_activity_rollup", stdout=StringIO())
     assert ActivityRollup.objects.exists()
     state = ActivityRollupState.objects.get()
@@ -96,7 +96,7 @@ def test_the_rebuild_gives_the_dashboards_the_numbers_of_the_base_tables(busines
     since = hour_start(activity["now"]) - timedelta(days=30)
     assert selectors.activity_rollup_boundary(since=since) == state.closed_until
     assert [numbers(staff_dashboard(owner_id=owner)) for owner in (business.pk, None)] == live
-    assert portal_selectors.activity(owner=business, days=None) == live_activity
+    assert owner_dashboard.activity(owner=business, days=None) == live_activity
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata"])
@@ -105,13 +105,13 @@ def test_the_funnel_from_the_rollup_gives_the_numbers_of_the_base_tables(busines
     the rollup's hours and the live ranges around them count every event once."""
     with timezone.override(zone):
         periods = (1, 7, 30, None)
-        live = [portal_selectors.funnel(owner=business, days=days) for days in periods]
+        live = [owner_dashboard.funnel(owner=business, days=days) for days in periods]
         assert live[-1].added == 12 and live[2].clicked > 0
         activity_rollup_rebuild(now=activity["now"] - timedelta(hours=3))
         assert ActivityRollupState.objects.get().closed_until < activity["now"]
-        assert [portal_selectors.funnel(owner=business, days=days) for days in periods] == live
+        assert [owner_dashboard.funnel(owner=business, days=days) for days in periods] == live
         activity_rollup_rebuild()
-        assert [portal_selectors.funnel(owner=business, days=days) for days in periods] == live
+        assert [owner_dashboard.funnel(owner=business, days=days) for days in periods] == live
 
 
 def test_the_refreshes_and_the_rebuild_write_the_same_rows(business, activity):
@@ -170,9 +170,9 @@ def test_a_zone_of_half_hours_is_read_from_the_base_tables(business, activity):
     with timezone.override("Asia/Kolkata"):
         kolkata_midnight = timezone.make_aware(datetime(2026, 1, 10))  # noqa: DTZ001 (made aware here)
         assert selectors.activity_rollup_boundary(since=kolkata_midnight) == kolkata_midnight
-        from_rollup_state = portal_selectors.activity(owner=business, days=30)
+        from_rollup_state = owner_dashboard.activity(owner=business, days=30)
         ActivityRollupState.objects.all().delete()
-        assert portal_selectors.activity(owner=business, days=30) == from_rollup_state
+        assert owner_dashboard.activity(owner=business, days=30) == from_rollup_state
 
 
 def test_periods_the_rollup_does_not_cover_yet_are_read_from_the_base_tables(business, activity):
@@ -267,7 +267,7 @@ def test_the_all_time_funnel_reads_index_ranges_of_days_and_hours(business):
         for model in (ActivityRollup, ActivityDailyRollup):
             cursor.execute(f"ANALYZE {model._meta.db_table}")
     with CaptureQueriesContext(connection) as queries:
-        portal_selectors.funnel(owner=business, days=None)
+        owner_dashboard.funnel(owner=business, days=None)
     rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
     for query in queries.captured_queries:
         with connection.cursor() as cursor:

@@ -1,4 +1,4 @@
-"""The staff dashboard's numbers (reviews.dashboard) and the per-day selectors behind it: the
+"""The staff dashboard's numbers (activity.dashboard) and the per-day selectors behind it: the
 same numbers on a known data set, a constant number of queries, and (PostgreSQL) plans that
 read an index range rather than the whole table."""
 
@@ -13,8 +13,8 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from reviews import selectors
-from reviews.dashboard import staff_dashboard
+from activity import selectors
+from activity.dashboard import staff_dashboard
 from reviews.models import Contact, Message, ReviewRequest
 from reviews.services import contact_add
 from tests.factories import ContactFactory, UserFactory

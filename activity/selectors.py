@@ -1,5 +1,5 @@
 """Reads of activity over time: the series per day (the staff dashboard, the owner dashboard's
-chart and funnel), the rollup (``reviews.models.ActivityRollup``) and the failures and opt-outs
+chart and funnel), the rollup (``activity.models.ActivityRollup``) and the failures and opt-outs
 of a period. Each reads an indexed range of its timestamp or the rollup's hours."""
 
 from __future__ import annotations
@@ -15,15 +15,9 @@ from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
 from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
+from reviews.models import Message, OptOutEvent, ReviewRequest
 
-from ..models import (
-    ActivityDailyRollup,
-    ActivityRollup,
-    ActivityRollupState,
-    Message,
-    OptOutEvent,
-    ReviewRequest,
-)
+from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, RollupCounts
 
 # --- Activity per day (the staff dashboard; the owner dashboard's chart) -------------------------
 
@@ -72,7 +66,7 @@ def _series_range(
 
 def review_request_daily_querysets(
     *, owner_id: object | None, since: datetime, series: Iterable[str] | None = None
-) -> dict[str, QuerySet]:
+) -> dict[str, QuerySet[Any, tuple[date, int]]]:
     """Per series of ``DAILY_SERIES`` (or those of them in ``series``), the grouped query of
     ``(day, requests)`` from ``since`` on (days in the current time zone), for one owner or
     everyone (``owner_id=None``). Each reads an indexed range of its timestamp: the work
@@ -129,7 +123,7 @@ def review_request_daily_counts(
     return result
 
 
-# --- The rollup (reviews.models.ActivityRollup) ---------------------------------------------------
+# --- The rollup (activity.models.ActivityRollup) --------------------------------------------------
 
 ROLLUP_KEY = "activity"
 
@@ -190,7 +184,7 @@ def review_request_period_counts(
     wanted = list(series)
     first_hour = utc_round_up(since)
     closed_until = activity_rollup_closed_until(since=first_hour)
-    parts: list[QuerySet] = []
+    parts: list[QuerySet[Any, tuple[str, int]]] = []
     ranges: list[tuple[datetime, datetime | None]] = [(since, None)]
     if closed_until > first_hour:
         days_from, days_until = utc_round_up(first_hour, day=True), utc_day_start(closed_until)
@@ -229,7 +223,9 @@ def review_request_period_counts(
     return totals
 
 
-def _totals(rows: QuerySet, owner_id: UUID, metrics: list[str]) -> QuerySet:
+def _totals(
+    rows: QuerySet[RollupCounts], owner_id: UUID, metrics: list[str]
+) -> QuerySet[Any, tuple[str, int]]:
     """``(metric, count)`` of one owner's rollup rows (hourly or daily) among ``rows``."""
     return (
         rows.filter(owner_id=owner_id, metric__in=metrics)
@@ -255,7 +251,7 @@ def activity_rollup_read(
 
 def activity_rollup_rows(
     *, owner_id: object | None, since: datetime, until: datetime, metrics: list[str]
-) -> QuerySet:
+) -> QuerySet[ActivityRollup, tuple[str, str, str, date, int]]:
     """The rollup's ``(metric, channel, detail, day, count)`` of ``[since, until)``, days in
     the current time zone: a range of ``hour`` (everyone's: the unique key leading with it; one
     owner's: ``reviews_rollup_owner_hour``)."""
@@ -270,12 +266,18 @@ def activity_rollup_rows(
     )
 
 
-def activity_hourly_querysets(*, start: datetime, end: datetime) -> dict[str, QuerySet]:
+# A row of ``activity_hourly_querysets``: (owner, hour, channel, detail, count).
+HourlyRow = tuple[UUID, datetime, str, str, int]
+
+
+def activity_hourly_querysets(
+    *, start: datetime, end: datetime
+) -> dict[str, QuerySet[Any, HourlyRow]]:
     """Every owner's events of ``[start, end)`` per UTC hour, one grouped query over an indexed
     range per kind, each of rows ``(owner, hour, channel, detail, count)``: each series of
     ``DAILY_SERIES`` (``_series_range``, the live reads' definition), the messages that failed
     (per channel and error code) and the opt-out events (per channel and source)."""
-    querysets: dict[str, QuerySet] = {}
+    querysets: dict[str, QuerySet[Any, HourlyRow]] = {}
     for key in DAILY_SERIES:
         requests, stamp = _series_range(key, owner_id=None, since=start, until=end)
         querysets[key] = (
@@ -342,7 +344,9 @@ def opt_out_counts(
     )
 
 
-def message_failures_by_code(*, owner_id: object | None, since: datetime) -> QuerySet:
+def message_failures_by_code(
+    *, owner_id: object | None, since: datetime
+) -> QuerySet[Message, tuple[str, int]]:
     """``(code, messages)`` of the messages that failed since ``since``, most frequent first:
     an indexed range of ``failed_at``, grouped."""
     return (
@@ -356,7 +360,7 @@ def message_failures_by_code(*, owner_id: object | None, since: datetime) -> Que
 
 def message_newest_failures(
     *, owner_id: object | None, since: datetime, codes: list[str]
-) -> QuerySet:
+) -> QuerySet[Message, tuple[str, str]]:
     """``(code, error text)`` of the newest failure since ``since`` of each of ``codes``, in
     one query: each code's newest row is found by walking the ``failed_at`` index backwards
     (an uncorrelated subquery per code, run once), never a subquery per failed row."""
@@ -394,7 +398,7 @@ def message_failure_reasons(
     return [(code, newest.get(code, ""), n) for code, n in top]
 
 
-def _failed_since(owner_id: object | None, since: datetime) -> QuerySet:
+def _failed_since(owner_id: object | None, since: datetime) -> QuerySet[Message]:
     failed = Message.objects.filter(failed_at__gte=since)
     if owner_id:
         failed = failed.filter(Q(review_request__owner_id=owner_id))

@@ -1,6 +1,6 @@
 """The staff dashboard (admin): what happened to review requests, day by day, for 30 days.
 
-Reads only (HackSoft's selectors, ``reviews.selectors``): the closed hours of the period from
+Reads only (HackSoft's selectors, ``activity.selectors``): the closed hours of the period from
 the rollup (``ActivityRollup``: one query over its hour range, whatever the size of the base
 tables), the hours after them from indexed ranges of the base tables, and the chart's geometry
 from ``core.charts`` (shared with the owner dashboard), so the page is a plain server-rendered
@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from core.charts import Chart, Series
 from core.times import local_day_start
+from reviews.models import Message, OptOutEvent
 
 from . import selectors
-from .models import ActivityRollup, Message, OptOutEvent
+from .models import ActivityRollup
 
 DAYS = 30
 

@@ -1,7 +1,7 @@
 """Keeping the dashboards' rollup (``ActivityRollup``) current, and rebuilding it.
 
 The rollup counts events per owner and UTC hour by each event's own timestamp
-(``reviews.selectors.activity_hourly``, the live reads' definitions), so an hour's counts are
+(``activity.selectors.activity_hourly``, the live reads' definitions), so an hour's counts are
 final once its events are written. ``activity_rollup_refresh`` (beat, every few minutes)
 recomputes the hours from ``REOPEN_HOURS`` before the last closed one up to the start of the
 current hour, idempotently (delete the window's rows, insert them again from the base tables),
@@ -25,16 +25,10 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from core.times import utc_day_start, utc_hour_start
+from reviews.models import Message, OptOutEvent, ReviewRequest
 
-from ..models import (
-    ActivityDailyRollup,
-    ActivityRollup,
-    ActivityRollupState,
-    Message,
-    OptOutEvent,
-    ReviewRequest,
-)
-from ..selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
+from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from .selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
 REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)
 REBUILD_CHUNK = timedelta(days=31)  # hours recomputed per grouped pass of a rebuild
