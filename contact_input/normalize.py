@@ -1,7 +1,7 @@
 """Contact input: the fields the service accepts and one set of parsing rules for every entry point.
 
-The connector API, the admin and the CSV import all hand raw values to
-``reviews.services.contact_add``, which calls ``clean_contact_input``: so an e-mail address, a
+The connector API and the CSV import parse raw values with ``clean_contact_input`` and hand
+the result to ``reviews.services.contact_add``, which takes nothing else: so an e-mail address, a
 phone number or a delay is read the same way wherever it came from. ``CONTACT_FIELDS`` is the
 single list of accepted keys; the API's input serializer and its ``/fields`` endpoint are built
 from it, so what the endpoint documents and what it accepts cannot drift apart.

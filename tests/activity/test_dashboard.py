@@ -19,6 +19,7 @@ from reviews.models import Contact, Message, ReviewRequest
 from reviews.services import contact_add
 from tests.factories import ContactFactory, UserFactory
 from tests.reviews.conftest import new_phone
+from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +50,9 @@ def known(business):
     # Opted out before anything was asked: recorded as opted out, never scheduled.
     phone = new_phone()
     ContactFactory(owner=business, email="", phone=phone, sms_opted_out_at=ago[3])
-    arrived = contact_add(owner=business, data={"mobile_phone_number": phone})
+    arrived = contact_add(
+        owner=business, data=contact_input(business, {"mobile_phone_number": phone})
+    )
     assert arrived.review_request.status == ReviewRequest.Status.OPTED_OUT
     other = UserFactory(business_name="Other Co")
     add_request(other, email="elsewhere@example.com")

@@ -12,6 +12,7 @@ from activity.dashboard import staff_dashboard
 from activity.owner_dashboard import activity, funnel
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
+from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 
 pytestmark = pytest.mark.django_db
@@ -69,15 +70,19 @@ def test_funnel_counts_each_event_in_the_period_it_happened(owner):
 def test_portal_and_admin_count_delivered_alike(owner):
     """A click without a delivery receipt (many e-mail providers send none) proves arrival."""
     now = timezone.now()
-    clicked = contact_add(owner=owner, data={"email": "a@example.com"}).review_request
+    clicked = contact_add(
+        owner=owner, data=contact_input(owner, {"email": "a@example.com"})
+    ).review_request
     ReviewRequest.objects.filter(pk=clicked.pk).update(
         status="clicked", sent_at=now, clicked_at=now, ended_at=now, ended_reason="clicked"
     )
-    receipt = contact_add(owner=owner, data={"email": "b@example.com"}).review_request
+    receipt = contact_add(
+        owner=owner, data=contact_input(owner, {"email": "b@example.com"})
+    ).review_request
     ReviewRequest.objects.filter(pk=receipt.pk).update(
         status="delivered", sent_at=now, delivered_at=now
     )
-    contact_add(owner=owner, data={"email": "c@example.com"})  # not sent yet
+    contact_add(owner=owner, data=contact_input(owner, {"email": "c@example.com"}))  # not sent yet
 
     portal = funnel(owner=owner, days=30)
     admin = {s.key: s.total for s in staff_dashboard(owner_id=owner.pk).series}

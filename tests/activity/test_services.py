@@ -29,6 +29,7 @@ from reviews.services import contact_add
 from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
 from tests.factories import ContactFactory, UserFactory
 from tests.reviews.conftest import new_phone
+from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 from tests.support.scale_data import plan_nodes
 
@@ -294,7 +295,9 @@ def test_the_hourly_rollup_reads_index_ranges(business, two_years_of_requests): 
 def test_a_request_opted_out_on_arrival_is_not_scheduled_in_the_rollup(business):
     phone = new_phone()
     ContactFactory(owner=business, email="", phone=phone, sms_opted_out_at=timezone.now())
-    arrived = contact_add(owner=business, data={"mobile_phone_number": phone})
+    arrived = contact_add(
+        owner=business, data=contact_input(business, {"mobile_phone_number": phone})
+    )
     assert arrived.review_request.status == ReviewRequest.Status.OPTED_OUT
     activity_rollup_rebuild(now=timezone.now() + timedelta(hours=2))
     assert ActivityRollup.objects.filter(metric="opted_out").exists()

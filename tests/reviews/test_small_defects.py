@@ -9,12 +9,15 @@ from django.utils import timezone
 from reviews.models import Channel, Contact, ReviewRequest
 from reviews.selectors import review_request_timeline
 from reviews.services import contact_add, contacts_opt_out
+from tests.support.contacts import contact_input
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_ending_of_an_opted_out_request_reads_as_one_sentence(owner):
-    request = contact_add(owner=owner, data={"email": "jane@example.com"}).review_request
+    request = contact_add(
+        owner=owner, data=contact_input(owner, {"email": "jane@example.com"})
+    ).review_request
     contacts_opt_out(
         contacts=[request.contact],
         channel=Channel.EMAIL,
@@ -26,7 +29,9 @@ def test_the_ending_of_an_opted_out_request_reads_as_one_sentence(owner):
 
 
 def test_an_ending_with_its_own_detail_keeps_both(owner):
-    request = contact_add(owner=owner, data={"email": "jane@example.com"}).review_request
+    request = contact_add(
+        owner=owner, data=contact_input(owner, {"email": "jane@example.com"})
+    ).review_request
     now = timezone.now()
     ReviewRequest.objects.filter(pk=request.pk).update(
         status="cancelled",
