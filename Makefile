@@ -62,8 +62,8 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy with django-stubs: the default level everywhere, strict on core, services and the APIs
-# (pyproject.toml). Needs no database: the Django plugin only imports the settings.
+# mypy with django-stubs: the default level everywhere, strict on core, contact input, services,
+# reporting and the APIs (pyproject.toml). Needs no database: the Django plugin only imports the settings.
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy .
 

@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "core",
     "accounts",
     "reviews",
+    "activity",
     "events",
     "connector_api",
     "oauth_provider",
@@ -254,9 +255,7 @@ SERVER_EMAIL = env("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 # host, port, login and TLS/SSL; an explicit EMAIL_BACKEND still wins.
 EMAIL_URL = secret_env("EMAIL_URL")
 _smtp = backends.smtp(EMAIL_URL)
-EMAIL_BACKEND = env(
-    "EMAIL_BACKEND", default=_smtp.backend or "reviews.channels.outbox.OutboxEmailBackend"
-)
+EMAIL_BACKEND = env("EMAIL_BACKEND", default=_smtp.backend or "providers.outbox.OutboxEmailBackend")
 EMAIL_HOST = _smtp.host
 EMAIL_PORT = _smtp.port
 EMAIL_HOST_USER = _smtp.user
@@ -559,8 +558,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Events and deliveries older than WEBHOOK_EVENT_RETENTION_DAYS, daily.
     "purge-events": {"task": "events.tasks.purge_events", "schedule": 86400.0},
-    # The dashboards' rollup: the hours closed since the last run (reviews.services
-    # .activity_rollup); a run not started within its interval is dropped, the next one runs.
+    # The dashboards' rollup: the hours closed since the last run (activity.services; the task
+    # keeps its name from reviews); a run not started within its interval is dropped.
     "refresh-activity-rollup": {
         "task": "reviews.tasks.refresh_activity_rollup",
         "schedule": 600.0,

@@ -17,7 +17,7 @@ register_converter(PlatformConverter, "platform")
 
 admin.site.site_header = "Review requests: staff"
 admin.site.site_title = "Review requests"
-# The index links to the staff dashboard and the CSV import (reviews/admin.py).
+# The index links to the staff dashboard (activity/admin.py) and the CSV import (reviews/admin/).
 admin.site.index_template = "admin/backoffice_index.html"
 
 urlpatterns = [

@@ -13,7 +13,7 @@ from django.db.models import Model, QuerySet
 from rest_framework.exceptions import NotFound
 
 from accounts.models import User
-from reviews.normalize import is_uuid
+from contact_input.normalize import is_uuid
 
 M = TypeVar("M", bound=Model)
 

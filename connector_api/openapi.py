@@ -25,8 +25,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from connector_api.permissions import TokenHasRequiredScopes
+from contact_input.normalize import CONTACT_FIELDS, MAX_DELAY_HOURS, ContactField, FieldKind
 from core.openapi import Error
-from reviews.normalize import CONTACT_FIELDS, MAX_DELAY_HOURS, ContactField, FieldKind
 
 # --- Error bodies (the shared ones are core.openapi's) -----------------------------------------
 
@@ -41,7 +41,7 @@ class StatusError(Error):
 
 
 def _contact_field_schema(spec: ContactField) -> dict[str, Any]:
-    """What the endpoint accepts for one key (``reviews.normalize`` has the full rules)."""
+    """What the endpoint accepts for one key (``contact_input.normalize`` has the full rules)."""
     if spec.kind == FieldKind.HOURS:
         schema: dict[str, Any] = {
             "oneOf": [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 
 from .models import Event, WebhookDelivery, WebhookSubscription
-from .services import webhook_deliveries_redeliver
+from .services import webhook_deliveries_redeliver, webhook_subscription_delete
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -26,6 +26,14 @@ class WebhookSubscriptionAdmin(ReadOnlyAdmin):
     search_fields = ("target_url", "owner__email")
     exclude = ("secret",)
     readonly_fields = ("owner", "event", "target_url", "created_at", "failing_since")
+
+    # Deleted as the API's and the portal's unsubscribe deletes (its pending deliveries go too).
+    def delete_model(self, request, obj) -> None:
+        webhook_subscription_delete(owner=obj.owner_id, subscription_id=obj.pk)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for hook in queryset:
+            webhook_subscription_delete(owner=hook.owner_id, subscription_id=hook.pk)
 
 
 @admin.register(WebhookDelivery)

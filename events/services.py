@@ -20,6 +20,7 @@ Delivery (``webhooks_deliver_due``), one row at a time, each in three steps:
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import random
@@ -204,6 +205,17 @@ class CallOutcome:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+class DeliveryResult(enum.StrEnum):
+    """What one delivery attempt's record did: the ``DeliveryReport`` field it counts under,
+    and the ``rr_webhook_deliveries`` label."""
+
+    DELIVERED = "delivered"
+    RETRIED = "retried"
+    FAILED = "failed"  # gave up on the row
+    REMOVED = "removed"  # the target answered 410: the subscription is deleted
+    SKIPPED = "skipped"  # the outcome came too late: redelivered by staff or unsubscribed meanwhile
+
+
 @dataclass
 class DeliveryReport:
     delivered: int = 0
@@ -228,7 +240,7 @@ def webhooks_deliver_due(*, time_budget: float = 40.0, limit: int = 500) -> Deli
         delivery, attempt = claimed
         outcome = _call(delivery)
         result = _record(delivery_id=delivery.pk, attempt=attempt, outcome=outcome)
-        setattr(report, result, getattr(report, result) + 1)
+        setattr(report, result.value, getattr(report, result.value) + 1)
         WEBHOOK_DELIVERIES.labels(result).inc()
     return report
 
@@ -297,7 +309,7 @@ def _call(delivery: WebhookDelivery) -> CallOutcome:
     return CallOutcome(code, f"HTTP {code}" + (f": {text}" if text else ""))
 
 
-def _record(*, delivery_id: int, attempt: int, outcome: CallOutcome) -> str:
+def _record(*, delivery_id: int, attempt: int, outcome: CallOutcome) -> DeliveryResult:
     """Save one attempt's outcome; returns the ``DeliveryReport`` field it counts under."""
     now = timezone.now()
     with transaction.atomic():
@@ -308,7 +320,7 @@ def _record(*, delivery_id: int, attempt: int, outcome: CallOutcome) -> str:
             .first()
         )
         if delivery is None:
-            return "skipped"  # redelivered by staff, or the subscription is gone
+            return DeliveryResult.SKIPPED  # redelivered by staff, or the subscription is gone
         subscription = delivery.subscription
         delivery.last_status_code = outcome.status_code
         delivery.last_error = outcome.error[:2000]
@@ -319,7 +331,7 @@ def _record(*, delivery_id: int, attempt: int, outcome: CallOutcome) -> str:
             WebhookSubscription.objects.filter(
                 pk=subscription.pk, failing_since__isnull=False
             ).update(failing_since=None)
-            return "delivered"
+            return DeliveryResult.DELIVERED
         if outcome.status_code == 410:
             # Zapier's convention: 410 Gone means the hook was deleted at the other end.
             subscription.delete()
@@ -327,11 +339,13 @@ def _record(*, delivery_id: int, attempt: int, outcome: CallOutcome) -> str:
                 "webhook subscription removed: the target answered 410",
                 extra={"subscription_id": str(subscription.pk)},
             )
-            return "removed"
+            return DeliveryResult.REMOVED
         return _failed(delivery, subscription, now=now)
 
 
-def _failed(delivery: WebhookDelivery, subscription: WebhookSubscription, *, now: datetime) -> str:
+def _failed(
+    delivery: WebhookDelivery, subscription: WebhookSubscription, *, now: datetime
+) -> DeliveryResult:
     subscription = WebhookSubscription.objects.select_for_update().get(pk=subscription.pk)
     if subscription.failing_since is None:
         subscription.failing_since = now
@@ -355,15 +369,15 @@ def _failed(delivery: WebhookDelivery, subscription: WebhookSubscription, *, now
             "webhook subscription disabled after failing for days",
             extra={"subscription_id": str(subscription.pk)},
         )
-        return "failed"
+        return DeliveryResult.FAILED
     if now - delivery.created_at >= timedelta(hours=settings.WEBHOOK_RETRY_HOURS):
         delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
         delivery.last_error = f"gave up after {delivery.attempts} attempts: {delivery.last_error}"
         delivery.save()
-        return "failed"
+        return DeliveryResult.FAILED
     delivery.next_attempt_at = now + timedelta(seconds=retry_delay(delivery.attempts))
     delivery.save()
-    return "retried"
+    return DeliveryResult.RETRIED
 
 
 def retry_delay(attempts: int) -> float:

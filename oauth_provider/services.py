@@ -1,4 +1,5 @@
-"""OAuth workflows that touch several models: revoking connections, recording use, cleanup.
+"""OAuth workflows: registering clients and rotating their secrets (for the command and the
+admin alike), revoking connections, recording use, cleanup.
 
 Lock order, everywhere a connection's tokens change: the ``Connection`` row first, then refresh
 tokens, then access tokens. Token rotation and the parallel-refresh grace path
@@ -47,26 +48,44 @@ TOUCH_INTERVAL_SECONDS = 1
 
 
 def oauth_client_create(
-    *, name: str, redirect_uris: list[str], client_id: str = ""
+    *,
+    name: str,
+    redirect_uris: list[str],
+    client_id: str = "",
+    client_type: str = Application.CLIENT_CONFIDENTIAL,
+    user: AbstractBaseUser | None = None,
 ) -> tuple[AbstractApplication, str]:
-    """Register a confidential authorization-code client (a platform's app) and return it with
-    its generated secret, the only time the cleartext exists (a hash is stored, as the admin
-    does). ``client_id`` empty: generated. ``ValidationError`` (nothing saved) for a taken id
-    or a redirect URI the provider would refuse (``https`` only, exact)."""
+    """Register an authorization-code client (a platform's app; confidential unless
+    ``client_type`` says otherwise) and return it with its generated secret, the only time the
+    cleartext exists (a hash is stored). ``client_id`` empty: generated; ``user``: the staff
+    member who owns it, if any. ``ValidationError`` (nothing saved) for a taken id or a
+    redirect URI the provider would refuse (``https`` only, exact). ``create_oauth_client`` and
+    the admin's add page both create clients here."""
     secret = generate_client_secret()
     application = Application(
         name=name,
-        client_type=Application.CLIENT_CONFIDENTIAL,
+        client_type=client_type,
         authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
         redirect_uris=" ".join(redirect_uris),
         client_secret=secret,
         hash_client_secret=True,
+        user=user,
     )
     if client_id:
         application.client_id = client_id
     application.full_clean()
     application.save()
     return application, secret
+
+
+def oauth_client_secret_rotate(*, application: AbstractApplication) -> str:
+    """Give the client a new generated secret (the old one stops working at once) and return
+    it, the only time its cleartext exists (a hash is stored)."""
+    secret: str = generate_client_secret()
+    application.client_secret = secret
+    application.hash_client_secret = True
+    application.save(update_fields=["client_secret", "hash_client_secret", "updated"])
+    return secret
 
 
 def connection_revoke(*, connection_id: uuid.UUID) -> int:

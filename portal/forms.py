@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import Field, Model
 
 from accounts.models import User
+from contact_input.normalize import MAX_DELAY_HOURS
 from reviews.models import MAX_FOLLOW_UPS, BusinessSettings, MessageTemplate, ReviewRequest
-from reviews.normalize import MAX_DELAY_HOURS
 
 from .selectors import DEFAULT_PERIOD, PERIODS, SEARCH_MAX_LENGTH
 

@@ -2,10 +2,10 @@
 
 * ``review_requests_list``: the dashboard list (filter by status, search by name, e-mail or
   phone), paged newest first by the view;
-* ``funnel``: added, sent, delivered, clicked, failed and opted out in a period (by event time);
+* ``PERIODS``: the dashboard's periods; its funnel and chart over them are the activity app's
+  (``activity.owner_dashboard``);
 * ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
   everything that happened to one request, in order;
-* ``activity``: the dashboard's chart (added, sent, clicked, opted out per day or week);
 * ``feedback_list``, ``feedback_count``: private feedback left on the owner's requests;
 * ``connected_apps``: the OAuth clients the owner authorised that still hold live tokens.
 """
@@ -13,16 +13,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Min, Prefetch, QuerySet
-from django.utils import timezone
+from django.db.models import Prefetch, QuerySet
 from oauth2_provider.models import get_refresh_token_model
 
 from accounts.models import User
-from core.charts import Chart, Series
-from core.times import local_day_start
+from activity.owner_dashboard import period_start
 from events.models import WebhookDelivery, WebhookSubscription
 from oauth_provider.models import Connection
 from reviews import selectors as reviews_selectors
@@ -83,7 +81,7 @@ def channels_of(review_request: ReviewRequest) -> list[str]:
     return list(seen)
 
 
-# --- The funnel -----------------------------------------------------------------------------------
+# --- The dashboard's periods (its funnel, chart and feedback count) -------------------------------
 
 PERIODS: dict[str, tuple[str, int | None]] = {
     "7": ("Last 7 days", 7),
@@ -92,178 +90,6 @@ PERIODS: dict[str, tuple[str, int | None]] = {
     "all": ("All time", None),
 }
 DEFAULT_PERIOD = "30"
-
-
-@dataclass(frozen=True)
-class FunnelStep:
-    key: str
-    label: str
-    count: int
-    percent: float | None  # of the requests added in the period; None when none were
-    description: str
-
-
-@dataclass(frozen=True)
-class Funnel:
-    """What happened to the owner's requests in a period, each event counted on the day it
-    happened (as the activity chart counts them): requests added, first messages sent,
-    delivered, clicked, failed, opted out. Percentages are of the requests added in the period;
-    in a short period a step may pass 100 % (a request added the day before it, sent in it)."""
-
-    since: datetime | None
-    added: int
-    sent: int
-    delivered: int
-    clicked: int
-    failed: int
-    opted_out: int
-
-    def percent(self, count: int) -> float | None:
-        return round(100 * count / self.added, 1) if self.added else None
-
-    def _step(self, key: str, label: str, count: int, description: str) -> FunnelStep:
-        return FunnelStep(key, label, count, self.percent(count), description)
-
-    @property
-    def steps(self) -> list[FunnelStep]:
-        return [
-            self._step("added", "Added", self.added, "Contacts given a review request"),
-            self._step("sent", "Sent", self.sent, "The first message went out"),
-            self._step(
-                "delivered",
-                "Delivered",
-                self.delivered,
-                "The provider confirmed delivery, or the contact clicked",
-            ),
-            self._step("clicked", "Clicked", self.clicked, "Opened one of your review sites"),
-        ]
-
-    @property
-    def outcomes(self) -> list[FunnelStep]:
-        return [
-            self._step("failed", "Failed", self.failed, "Could not be delivered"),
-            self._step("opted_out", "Opted out", self.opted_out, "Asked not to be contacted"),
-        ]
-
-
-def period_start(*, days: int) -> datetime:
-    """The start of a period of the last ``days`` days, today included: midnight of its first
-    day in the current (the owner's) time zone, as the chart draws it."""
-    return local_day_start(timezone.localdate() - timedelta(days=days - 1))
-
-
-# Funnel field → series of reviews.selectors.DAILY_SERIES.
-FUNNEL_SERIES = {
-    "added": "scheduled",
-    "sent": "sent",
-    "delivered": "delivered",
-    "clicked": "clicked",
-    "failed": "failed",
-    "opted_out": "opted_out",
-}
-
-
-def funnel(*, owner: User, days: int | None) -> Funnel:
-    """The owner's funnel over the last ``days`` days (today included, days of the current time
-    zone, as the chart; all time: None), from ``reviews.selectors.review_request_period_counts``
-    (the rollup's closed days and hours, indexed ranges for the rest): bounded by the period's
-    days, however many requests it holds. Delivered: ``ReviewRequest.delivered_q`` (a receipt
-    or a click), as the staff dashboard counts it."""
-    if days:
-        start = period_start(days=days)
-    else:
-        # Every event of a request happens at or after its creation.
-        first = ReviewRequest.objects.filter(owner=owner).aggregate(first=Min("created_at"))
-        if first["first"] is None:
-            return Funnel(since=None, **dict.fromkeys(FUNNEL_SERIES, 0))
-        start = local_day_start(timezone.localdate(first["first"]))
-    counts = reviews_selectors.review_request_period_counts(
-        owner_id=owner.pk, since=start, series=FUNNEL_SERIES.values()
-    )
-    return Funnel(
-        since=start if days else None,
-        **{field: counts[key] for field, key in FUNNEL_SERIES.items()},
-    )
-
-
-# --- The activity chart ---------------------------------------------------------------------------
-
-# (key of reviews.selectors.DAILY_SERIES, label, colour): one line each.
-ACTIVITY_SERIES = (
-    ("scheduled", "Added", "#2563eb"),
-    ("sent", "Sent", "#7c3aed"),
-    ("clicked", "Clicked", "#16a34a"),
-    ("opted_out", "Opted out", "#dc2626"),
-)
-# Periods longer than this are drawn per week; "all time" shows the last year, per week.
-DAILY_UP_TO_DAYS = 31
-ALL_TIME_WEEKS = 52
-
-
-@dataclass(frozen=True)
-class Activity:
-    """Requests added, sent, clicked and opted out per day (or per week: ``step_days`` 7) of a
-    period, each point starting on its date in ``starts``, oldest first."""
-
-    starts: list[date]
-    step_days: int
-    series: list[Series]
-
-    @property
-    def weekly(self) -> bool:
-        return self.step_days == 7
-
-    def rows(self) -> list[tuple[date, list[int]]]:
-        """The chart's numbers as a table: one row per point, newest first."""
-        return [
-            (start, [s.counts[index] for s in self.series])
-            for index, start in reversed(list(enumerate(self.starts)))
-        ]
-
-    def chart(self) -> Chart:
-        return Chart.build(self.starts, self.series, step_days=self.step_days)
-
-    def compact_chart(self) -> Chart:
-        """For phones: fewer user units, so the labels stay legible once scaled down."""
-        return Chart.build(
-            self.starts,
-            self.series,
-            step_days=self.step_days,
-            width=400,
-            height=280,
-            x_label_count=3,
-        )
-
-
-def activity(*, owner: User, days: int | None) -> Activity:
-    """The owner's activity over the last ``days`` days (today included; ``None``: the last
-    ``ALL_TIME_WEEKS`` weeks), from ``reviews.selectors.review_request_daily_counts`` (the
-    rollup's closed hours, then one query over indexed ranges for the hours after them, in the
-    current time zone's days), summed per week when the
-    period is longer than a month. Weeks end today, so the newest point is a whole week."""
-    if days and days <= DAILY_UP_TO_DAYS:
-        step, points = 1, days
-    else:
-        step, points = 7, -(-(days or ALL_TIME_WEEKS * 7) // 7)
-    first_day = timezone.localdate() - timedelta(days=points * step - 1)
-    counts = reviews_selectors.review_request_daily_counts(
-        owner_id=owner.pk,
-        first_day=first_day,
-        days=points * step,
-        series=[key for key, *_ in ACTIVITY_SERIES],
-    )
-    return Activity(
-        starts=[first_day + timedelta(days=i * step) for i in range(points)],
-        step_days=step,
-        series=[
-            Series(key, label, colour, _buckets(counts[key], step))
-            for key, label, colour in ACTIVITY_SERIES
-        ],
-    )
-
-
-def _buckets(per_day: list[int], size: int) -> list[int]:
-    return [sum(per_day[i : i + size]) for i in range(0, len(per_day), size)]
 
 
 # --- Private feedback -----------------------------------------------------------------------------

@@ -16,7 +16,9 @@ Filtered fetches are still recorded, with the reason. Pure functions, no Django.
 
 from __future__ import annotations
 
+import enum
 import re
+from typing import Literal
 
 MIN_SECONDS_AFTER_SEND = 1.0
 
@@ -35,14 +37,18 @@ _SCANNER_AGENTS = re.compile(
 )
 
 
-class IgnoredReason:
+class IgnoredReason(enum.StrEnum):
+    """Why a fetch was not counted as a click (``Click.ignored_reason``)."""
+
     HEAD = "head_request"
     NO_USER_AGENT = "no_user_agent"
     SCANNER = "scanner_user_agent"
     TOO_SOON = "too_soon_after_send"
 
 
-def ignored_reason(*, method: str, user_agent: str, seconds_since_send: float | None) -> str:
+def ignored_reason(
+    *, method: str, user_agent: str, seconds_since_send: float | None
+) -> IgnoredReason | Literal[""]:
     """Why this fetch is not a human click; ``""`` when it counts."""
     if method.upper() == "HEAD":
         return IgnoredReason.HEAD

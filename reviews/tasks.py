@@ -65,9 +65,3 @@ def purge_opt_out_events() -> None:
 def feedback_notify_owner_task(feedback_id: int) -> None:
     """Queued when feedback is stored (after commit). At most one e-mail per feedback."""
     services.feedback_notify_owner(feedback_id=feedback_id)
-
-
-@shared_task(name="reviews.tasks.refresh_activity_rollup", acks_late=True)
-def refresh_activity_rollup() -> None:
-    """Beat, every few minutes: roll up the hours closed since the last run (the dashboards)."""
-    services.activity_rollup_refresh()

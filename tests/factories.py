@@ -10,8 +10,8 @@ import factory
 from django.utils import timezone
 
 from accounts.models import User
+from contact_input.normalize import email_key
 from reviews.models import Contact, ReviewRequest, ReviewSite
-from reviews.normalize import email_key
 
 DEFAULT_PASSWORD = "correct horse battery staple"
 

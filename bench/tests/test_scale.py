@@ -8,9 +8,10 @@ from django.db import connection
 from django.test import Client
 
 from accounts.models import User
+from activity.dashboard import staff_dashboard
+from activity.models import ActivityRollup
 from bench import scale
-from reviews.dashboard import staff_dashboard
-from reviews.models import ActivityRollup, Click, Contact, Message, OptOutEvent, ReviewRequest
+from reviews.models import Click, Contact, Message, OptOutEvent, ReviewRequest
 from reviews.services import business_create
 
 pytestmark = pytest.mark.django_db

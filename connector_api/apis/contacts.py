@@ -2,7 +2,7 @@
 with their latest review request (Zapier's "Find Contact" search).
 
 The e-mail and the phone are read by the same rules as ``send-review-request`` reads them
-(``reviews.normalize``: the e-mail's dedup key, the phone in E.164 with the owner's default
+(``contact_input.normalize``: the e-mail's dedup key, the phone in E.164 with the owner's default
 region), so any format that would match an existing contact when adding finds it here.
 """
 
@@ -18,12 +18,12 @@ from rest_framework.views import APIView
 
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
+from contact_input.normalize import normalize_email, normalize_phone
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from core.times import iso_utc
 from reviews import selectors
 from reviews.models import Contact
-from reviews.normalize import normalize_email, normalize_phone
 from reviews.representations import review_request_object
 
 

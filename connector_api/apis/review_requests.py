@@ -1,6 +1,6 @@
 """``POST /api/<platform>/send-review-request`` and ``GET .../send-review-request/fields``.
 
-Both are built from ``reviews.normalize.CONTACT_FIELDS``: the input serializer parses exactly
+Both are built from ``contact_input.normalize.CONTACT_FIELDS``: the input serializer parses exactly
 those keys (others are ignored) and the fields endpoint documents exactly those, so the two
 cannot drift apart. The rules (normalisation, dedup, cooldown, channels, quiet hours) live in
 ``reviews.services.contact_add``; this module only parses, calls it and renders.
@@ -31,10 +31,10 @@ from connector_api.openapi import (
     ReviewRequestSerializer,
 )
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
+from contact_input.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
 from reviews.models import BusinessSettings, Contact
-from reviews.normalize import CONTACT_FIELDS, ContactInput, FieldKind, clean_contact_input
 from reviews.representations import review_request_object
 from reviews.services import contact_add
 

@@ -6,7 +6,6 @@ import uuid
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -74,11 +73,8 @@ def sites(request: OwnerRequest) -> HttpResponse:
         if ReviewSite.objects.filter(owner=owner, url=url).exists():
             form.add_error("url", "This link is already on your list.")
         else:
-            last = ReviewSite.objects.filter(owner=owner).aggregate(last=Max("position"))["last"]
             try:
-                site = services.review_site_add(
-                    owner=owner, url=url, label=label, position=0 if last is None else last + 1
-                )
+                site = services.review_site_add(owner=owner, url=url, label=label)  # goes last
             except ValidationError as exc:
                 form.add_service_error(exc)
             else:

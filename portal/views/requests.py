@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from activity import owner_dashboard
 from core.pagination import capped_count, keyset_page
 from reviews import services
 from reviews.models import ReviewRequest
@@ -62,9 +63,9 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
             "total": total,
             "total_capped": more,
             "rows": rows,
-            "funnel": selectors.funnel(owner=request.user, days=days),
+            "funnel": owner_dashboard.funnel(owner=request.user, days=days),
             "feedback_count": selectors.feedback_count(owner=request.user, days=days),
-            "activity": selectors.activity(owner=request.user, days=days),
+            "activity": owner_dashboard.activity(owner=request.user, days=days),
             "period_label": label,
             "periods": [(key, text) for key, (text, _) in selectors.PERIODS.items()],
         },

@@ -6,10 +6,10 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
+from contact_input.normalize import is_uuid
 from core.pagination import EstimatedCountPaginator
 
 from .. import selectors
-from ..normalize import is_uuid
 
 User = get_user_model()
 

@@ -7,7 +7,6 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -15,6 +14,7 @@ from django.utils.safestring import mark_safe
 
 from accounts.admin import UserAdmin
 from accounts.validators import validate_region, validate_time_zone
+from contact_input.normalize import is_uuid
 
 from .. import services
 from ..models import (
@@ -24,7 +24,6 @@ from ..models import (
     MessageTemplate,
     ReviewSite,
 )
-from ..normalize import is_uuid
 from ..rendering import preview_message
 from ..services.business import POLICY_FIELDS, PROFILE_FIELDS
 from .base import BACKOFFICE_CSS, ReadOnlyInline
@@ -164,25 +163,82 @@ class BusinessAdmin(UserAdmin):
         return self.inlines if obj is not None else []
 
 
+class _ReviewSiteForm(forms.ModelForm):
+    """What staff type about a review site. The rest is decided by the services the portal
+    uses (``review_site_add``, ``review_site_update``): the kind follows the link, a blank
+    label is named from it, a new site without a position goes last."""
+
+    # A link typed without a scheme is read as https, as the portal reads it.
+    url = forms.URLField(max_length=500, assume_scheme="https")
+
+    class Meta:
+        model = ReviewSite
+        fields = ("owner", "url", "label", "position")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        label, position = self.fields["label"], self.fields["position"]
+        label.required = False
+        label.help_text = (
+            "Shown on the review page. Blank: named from the link (Google, Facebook, "
+            "Trustpilot, else its host)."
+        )
+        position.required = False
+        if self.instance._state.adding:
+            self.initial.pop("position", None)
+            position.help_text = "Blank: last on the business's list."
+        else:
+            # Shown and validated (one site per link and business), never changed: a site
+            # belongs to one business.
+            self.fields["owner"].disabled = True
+            position.help_text = "Blank: where it is."
+
+
 @admin.register(ReviewSite)
 class ReviewSiteAdmin(admin.ModelAdmin):
+    """Add, change and delete through the portal's services: the same validation and defaults,
+    and a first site releases the requests held while the business listed none."""
+
+    form = _ReviewSiteForm
     list_display = ("label", "kind", "url", "owner", "position")
     list_select_related = ("owner",)
     list_filter = ("kind",)
     search_fields = ("label", "url", "owner__email", "owner__business_name")
     raw_id_fields = ("owner",)
+    fields = ("owner", "url", "label", "kind_from_link", "position")
+    readonly_fields = ("kind_from_link",)
 
-    def formfield_for_dbfield(self, db_field, request, **kwargs):
-        if db_field.name == "url":
-            kwargs["assume_scheme"] = "https"  # a link typed without a scheme, as the portal
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
+    @admin.display(description="kind")
+    def kind_from_link(self, obj):
+        if obj is None or obj._state.adding:
+            return "Set from the link when saved."
+        return obj.get_kind_display()
 
     def save_model(self, request, obj, form, change):
-        with transaction.atomic():
-            BusinessSettings.lock_for(obj.owner)
-            super().save_model(request, obj, form, change)
-            # Requests held while the business had no review site go out now.
-            services.messages_release_waiting(owner=obj.owner)
+        data = form.cleaned_data
+        if change:
+            site = services.review_site_update(
+                owner=obj.owner,
+                site_id=obj.pk,
+                url=data["url"],
+                label=data["label"],
+                position=data["position"],
+            )
+        else:
+            site = services.review_site_add(
+                owner=data["owner"], url=data["url"], label=data["label"], position=data["position"]
+            )
+        # The admin's message, log entry and redirect name the row the service saved.
+        for name in ("id", "kind", "label", "url", "position", "created_at"):
+            setattr(obj, name, getattr(site, name))
+        obj._state.adding = False
+
+    def delete_model(self, request, obj):
+        services.review_site_remove(owner=obj.owner, site_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        for site in queryset.select_related("owner"):
+            services.review_site_remove(owner=site.owner, site_id=site.pk)
 
 
 # --- Message wording with its live preview -----------------------------------------------------
@@ -199,8 +255,9 @@ class _TemplateForm(forms.ModelForm):
 class MessageTemplateAdmin(admin.ModelAdmin):
     """A business's own wording per step. The form runs ``MessageTemplate.clean`` (merge
     fields, review link, business name, STOP line) and saves through
-    ``message_template_save``; the preview beside it renders the draft for a sample contact
-    through the real send path (SMS text and segment count, or the e-mail), as staff type."""
+    ``message_template_save`` (deletes through ``message_template_reset``); the preview beside
+    it renders the draft for a sample contact through the real send path (SMS text and segment
+    count, or the e-mail), as staff type."""
 
     form = _TemplateForm
     list_display = ("owner", "channel", "step", "subject", "segments")
@@ -290,6 +347,16 @@ class MessageTemplateAdmin(admin.ModelAdmin):
         )
         obj.pk = template.pk
         obj._state.adding = False
+
+    # Deleting a business's wording is the portal's "back to the default wording".
+    def delete_model(self, request, obj):
+        services.message_template_reset(owner=obj.owner, channel=obj.channel, step=obj.step)
+
+    def delete_queryset(self, request, queryset):
+        for template in queryset.select_related("owner"):
+            services.message_template_reset(
+                owner=template.owner, channel=template.channel, step=template.step
+            )
 
 
 def _object_from_url(request: HttpRequest) -> MessageTemplate | None:

@@ -1,22 +1,21 @@
-"""Review requests, their messages, the staff dashboard, and what contacts did (clicks,
-feedback, opt-outs)."""
+"""Review requests, their messages, and what contacts did (clicks, feedback, opt-outs)."""
 
 from __future__ import annotations
 
 import contextlib
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.mail import get_connection
 from django.db.models import Exists, OuterRef, Q
-from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import path
 from django.utils.safestring import mark_safe
 
-from .. import dashboard, selectors, services
-from ..channels.email import provider_name as email_provider_name
+from contact_input.normalize import is_uuid, normalize_phone
+from providers.email import provider_name as email_provider_name
+
+from .. import selectors, services
 from ..models import (
     Channel,
     Click,
@@ -26,19 +25,17 @@ from ..models import (
     ReviewRequest,
     ReviewSite,
 )
-from ..normalize import is_uuid, normalize_phone
 from .base import (
     BACKOFFICE_CSS,
     BigTableAdmin,
     OwnerFilter,
     ReadOnlyAdmin,
     ReadOnlyInline,
-    business_owners,
     contact_or_id_search,
     report_refusals,
 )
 
-# --- Review requests, their messages and the dashboard ---------------------------------------
+# --- Review requests and their messages ------------------------------------------------------
 
 
 class MessageInline(ReadOnlyInline, admin.TabularInline):
@@ -162,40 +159,6 @@ class ReviewRequestAdmin(BigTableAdmin):
         if not found:
             refused.append("No failed or unknown message in the selected requests.")
         report_refusals(self, request, done, "Resent (pending again, due now)", refused)
-
-    def get_urls(self):
-        return [
-            path(
-                "dashboard/",
-                self.admin_site.admin_view(self.dashboard_view),
-                name="reviews_dashboard",
-            ),
-            *super().get_urls(),
-        ]
-
-    def dashboard_view(self, request: HttpRequest) -> HttpResponse:
-        """Requests per day for 30 days (chart and table), click-through rate, failure
-        reasons and opt-outs, for every business or one (``?owner=<id>``)."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        businesses = list(business_owners().only("pk", "email", "business_name"))
-        chosen = request.GET.get("owner", "")
-        owner = next((b for b in businesses if str(b.pk) == chosen), None)
-        data = dashboard.staff_dashboard(owner_id=owner.pk if owner else None)
-        return TemplateResponse(
-            request,
-            "admin/reviews/dashboard.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Review requests: the last 30 days",
-                "opts": self.opts,
-                "businesses": businesses,
-                "owner": owner,
-                "data": data,
-                "chart": data.chart(),
-                "media": self.media,
-            },
-        )
 
 
 class ProviderFilter(admin.SimpleListFilter):

@@ -1,4 +1,4 @@
-"""Re-key stored contacts' e-mail with the dedup key of ``reviews.normalize.email_key``.
+"""Re-key stored contacts' e-mail with the dedup key of ``contact_input.normalize.email_key``.
 
 The key used to be the address lower-cased (NFC); it is now the address as mail systems route
 it: NFKC, the domain as its IDNA A-label, lower case. So ``x@bücher.de`` and
@@ -27,7 +27,7 @@ from collections import defaultdict
 from django.db import migrations
 from django.utils import timezone
 
-from reviews.normalize import email_key
+from contact_input.normalize import email_key
 
 ACTIVE_STATUSES = ["scheduled", "sending", "sent", "delivered"]
 CANCELLABLE_MESSAGE_STATUSES = ["planned", "pending", "queued"]

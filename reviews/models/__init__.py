@@ -4,9 +4,7 @@
 * ``business``: what a business configures: ``ReviewSite``, ``BusinessSettings`` (the policy:
   channels, follow-ups, cooldown, sending window), ``MessageTemplate``;
 * ``requests``: ``ReviewRequest`` and its ``Message`` rows (the state machines the delivery
-  engine drives), ``Click`` and ``Feedback``;
-* ``rollup``: ``ActivityRollup``, the dashboards' events per owner and hour, and
-  ``ActivityDailyRollup``, the same per UTC day (derived data).
+  engine drives), ``Click`` and ``Feedback``.
 
 Row rules and state transitions live on the models; workflows that touch several rows live in
 ``reviews/services/``. The data model is described in ``docs/architecture.md``.
@@ -35,7 +33,6 @@ from .requests import (
     messages_for,
     new_public_token,
 )
-from .rollup import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 
 __all__ = [
     "MAX_EMAIL_TEMPLATE_CHARS",
@@ -43,9 +40,6 @@ __all__ = [
     "MAX_SMS_TEMPLATE_CHARS",
     "SAMPLE_MERGE_VALUES",
     "STOP_LINE",
-    "ActivityDailyRollup",
-    "ActivityRollup",
-    "ActivityRollupState",
     "BusinessSettings",
     "Channel",
     "Click",

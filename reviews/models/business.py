@@ -17,10 +17,10 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 
+from contact_input.normalize import MAX_DELAY_HOURS
 from core import versioned_cache
 
 from .. import merge_fields, sms_segments
-from ..normalize import MAX_DELAY_HOURS
 from ..sending_windows import (
     SendingWindow,
     ZoneBasis,

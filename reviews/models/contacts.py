@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from ..normalize import MAX_METADATA_BYTES, ContactInput, metadata_size
+from contact_input.normalize import MAX_METADATA_BYTES, ContactInput, metadata_size
 
 
 class Channel(models.TextChoices):

@@ -162,7 +162,7 @@ class ReviewRequest(models.Model):
             models.Index(fields=["contact", "-created_at"], name="reviews_request_contact_recent"),
             # The admin's list, newest first across every owner.
             models.Index(fields=["-created_at", "-id"], name="reviews_request_recent"),
-            # The dashboards' series (reviews.selectors.review_request_daily_counts): a range
+            # The dashboards' series (activity.selectors.review_request_daily_counts): a range
             # of one timestamp, read from the index alone for one owner or all. Partial: a
             # request enters each index only when it reaches that status (never on insert).
             *(

@@ -12,6 +12,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import User
+from contact_input.normalize import email_search_text, normalize_email, normalize_phone
 
 from ..models import (
     Click,
@@ -21,7 +22,6 @@ from ..models import (
     OptOutEvent,
     ReviewRequest,
 )
-from ..normalize import email_search_text, normalize_email, normalize_phone
 
 # Digits typed as a phone number ("(415) 555-2671", "+44 20 7946 0958"): matched against the
 # stored E.164 number. Fewer digits than this are searched as text only.

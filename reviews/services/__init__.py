@@ -3,15 +3,19 @@ transaction.
 
 Views, commands and tasks parse input and call one of these; no network I/O happens inside a
 transaction. One module per concern, all public names re-exported here; the modules import each
-other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecycle`` → ``dispatch``):
+other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecycle`` → ``dispatch``).
+A result a caller branches on, logs or counts is one ``enum.StrEnum`` (its values are the strings
+logs, metrics and stored rows carry), never a class of string constants:
 
-* ``contacts``: businesses, review sites, ``contact_add``;
+* ``contacts``: ``contact_add`` only (``ContactAddOutcome``, ``ContactAddResult``);
 * ``dispatch``: ``messages_dispatch_due`` (due rows → send tasks), lease recovery, the
   on-commit kick;
 * ``sending``: ``messages_send`` (claim, render, call the channel);
-* ``outcomes``: recording what the provider answered (sent, failed, retry, unknown);
+* ``outcomes``: recording what the provider answered (sent, failed, retry, unknown), and
+  ``SendResult``, what became of each message a send task carried;
 * ``lifecycle``: a request's lock and what comes next (``review_request_advance``);
-* ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``;
+* ``provider_events``: status callbacks, tracking events, ``messages_reconcile_unknown``
+  (``ProviderOutcome`` in, ``ProviderEventResult`` out);
 * ``opt_outs``: opt-out and opt-in, the audit, SMS replies, e-mail unsubscribes;
 * ``engagement``: clicks on review-site links and private feedback;
 * ``staff``: ``message_resend``, ``review_request_cancel`` (``CancelRefused``),
@@ -19,29 +23,26 @@ other downward only (``sending`` → ``outcomes`` → ``opt_outs`` → ``lifecyc
 * ``events``: what each change reports to webhooks (``events.services.event_record``, in the
   change's transaction), imported by the modules above it;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
-* ``business``: what an owner configures in the portal: profile and policy, review sites and
-  their order, message wording;
-* ``activity_rollup``: the dashboards' hourly rollup, refreshed by beat and rebuilt on demand.
+* ``business``: every business and review-site service, whoever calls it (the portal, the
+  admin, ``create_business``): ``business_create``, profile and policy, review sites (add,
+  update, remove, move, reorder; ``messages_release_waiting`` when a first site arrives), message
+  wording.
 """
 
-from .activity_rollup import RollupRefresh, activity_rollup_rebuild, activity_rollup_refresh
 from .business import (
+    business_create,
     business_settings_update,
     message_template_draft,
     message_template_reset,
     message_template_save,
-    review_site_move,
-    review_site_remove,
-    review_sites_reorder,
-)
-from .contacts import (
-    ContactAddOutcome,
-    ContactAddResult,
-    business_create,
-    contact_add,
     messages_release_waiting,
     review_site_add,
+    review_site_move,
+    review_site_remove,
+    review_site_update,
+    review_sites_reorder,
 )
+from .contacts import ContactAddOutcome, ContactAddResult, contact_add
 from .dispatch import (
     DispatchResult,
     dispatcher_kick,
@@ -57,13 +58,16 @@ from .opt_outs import (
     opt_out_events_purge,
     sms_reply_record,
 )
+from .outcomes import SendResult
 from .provider_events import (
+    ProviderEventResult,
+    ProviderOutcome,
     email_event_record,
     message_provider_status_apply,
     messages_reconcile_unknown,
     twilio_status_record,
 )
-from .sending import SendResult, message_send, messages_send
+from .sending import message_send, messages_send
 from .staff import (
     CancelRefused,
     ResendRefused,
@@ -80,12 +84,11 @@ __all__ = [
     "DispatchResult",
     "ImportFileError",
     "ImportReport",
+    "ProviderEventResult",
+    "ProviderOutcome",
     "ResendRefused",
-    "RollupRefresh",
     "SendNowRefused",
     "SendResult",
-    "activity_rollup_rebuild",
-    "activity_rollup_refresh",
     "business_create",
     "business_settings_update",
     "click_record",
@@ -115,6 +118,7 @@ __all__ = [
     "review_site_add",
     "review_site_move",
     "review_site_remove",
+    "review_site_update",
     "review_sites_reorder",
     "sms_reply_record",
     "twilio_status_record",

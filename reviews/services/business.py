@@ -1,5 +1,7 @@
-"""What a business configures itself (the owner portal): its profile and sending policy, its
-review sites and their order, and the wording of each message.
+"""Businesses and what they configure, for every caller alike (the owner portal, the back
+office, ``create_business``): creating a business, its profile and sending policy, its review
+sites and their order (a first site releases the messages held for one), and the wording of
+each message.
 
 Every function validates with the models' own ``full_clean()`` and raises ``ValidationError``
 keyed by model field name, so a form can show each error next to its field; nothing is written
@@ -11,13 +13,56 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
 
 from accounts.models import User
 
-from ..models import BusinessSettings, MessageTemplate, ReviewSite
+from ..models import BusinessSettings, Message, MessageTemplate, ReviewRequest, ReviewSite
+from .dispatch import dispatcher_kick
+
+# --- Businesses -----------------------------------------------------------------------------------
+
+
+def business_create(
+    *,
+    email: str,
+    password: str,
+    business_name: str,
+    time_zone: str = "UTC",
+    default_region: str = "US",
+    review_urls: list[str] | tuple[str, ...] = (),
+) -> User:
+    """Create a business owner and its review sites in one transaction.
+
+    Raises ``ValidationError`` (with field names) for bad input; nothing is created then.
+    """
+    with transaction.atomic():
+        if User.objects.with_email(email).exists():
+            raise ValidationError({"email": "A business with this e-mail already exists."})
+        try:
+            password_validation.validate_password(
+                password, user=User(email=email, business_name=business_name)
+            )
+        except ValidationError as exc:
+            raise ValidationError({"password": exc.messages}) from None
+        owner = User.objects.create_user(
+            email=email,
+            password=password,
+            business_name=business_name.strip(),
+            time_zone=time_zone,
+            default_region=default_region.upper(),
+        )
+        BusinessSettings.objects.create(owner=owner)
+        for position, url in enumerate(review_urls):
+            review_site_add(owner=owner, url=url, position=position)
+    return owner
+
 
 # What an owner may change about themselves and about their sending policy.
 PROFILE_FIELDS = ("business_name", "time_zone", "default_region")
@@ -75,6 +120,116 @@ def business_settings_update(*, owner: User, changes: Mapping[str, Any]) -> Busi
 
 
 # --- Review sites ---------------------------------------------------------------------------------
+
+
+def review_site_add(
+    *, owner: User, url: str, label: str = "", position: int | None = None
+) -> ReviewSite:
+    """Add a review site to the owner's list: its kind follows the link, a blank ``label``
+    names it from the link (Google, Facebook, Trustpilot, else the host), and without a
+    ``position`` it goes last. ``ValidationError`` keyed by field (a Yelp link, one already
+    listed); nothing is saved then.
+
+    The first site releases the messages held while the business listed none
+    (``messages_release_waiting``), in the same transaction."""
+    site = ReviewSite(owner=owner, position=position or 0)
+    _review_site_point(site, url=url, label=label)
+    site.full_clean()
+    with transaction.atomic():
+        BusinessSettings.lock_for(owner)  # see contacts._has_review_site
+        if position is None:
+            last = ReviewSite.objects.filter(owner=owner).aggregate(last=Max("position"))["last"]
+            site.position = 0 if last is None else last + 1
+        site.save()
+        messages_release_waiting(owner=owner)
+    return site
+
+
+def review_site_update(
+    *, owner: User, site_id: uuid.UUID, url: str, label: str = "", position: int | None = None
+) -> ReviewSite:
+    """Change one of the owner's review sites by the rules of ``review_site_add``: the kind
+    follows the new link and a blank ``label`` names it from the link; ``position`` None keeps
+    its place. ``ValidationError`` keyed by field, nothing saved; ``ReviewSite.DoesNotExist``
+    if the owner has no such site."""
+    with transaction.atomic():
+        site = ReviewSite.objects.select_for_update().get(owner=owner, pk=site_id)
+        _review_site_point(site, url=url, label=label)
+        if position is not None:
+            site.position = position
+        site.full_clean()
+        site.save()
+    return site
+
+
+def _review_site_point(site: ReviewSite, *, url: str, label: str) -> None:
+    """Point ``site`` at ``url``: the one place its kind and default label are decided."""
+    kind = ReviewSite.kind_for_url(url)
+    site.url = url
+    # None (Yelp): ``ReviewSite.clean`` refuses the link with its own message.
+    site.kind = kind or ReviewSite.Kind.CUSTOM
+    site.label = label or _default_label(kind, url)
+
+
+def messages_release_waiting(*, owner: User) -> int:
+    """The business lists a review site now: its messages held for one
+    (``Message.WAITING_FOR_REVIEW_SITE``) become pending, due at the time they were meant for
+    or now, whichever is later, moved into the sending window like any other send, and the
+    dispatcher sends them on its normal path. Returns how many were released.
+
+    Run in the transaction that adds the site, after ``BusinessSettings.lock_for``
+    (``review_site_add``, whichever page adds the site). Requests are locked before their
+    messages, the order of every writer that changes both."""
+    held = Message.objects.filter(
+        review_request__owner=owner,
+        status=Message.Status.PLANNED,
+        last_error_code=Message.WAITING_FOR_REVIEW_SITE,
+    )
+    if not ReviewSite.listed_by(owner.pk):
+        return 0
+    now = timezone.now()
+    policy = BusinessSettings.for_owner(owner)
+    released = 0
+    with transaction.atomic():
+        request_ids = list(held.values_list("review_request_id", flat=True))
+        requests = {
+            request.pk: request
+            for request in ReviewRequest.objects.select_for_update(of=("self",))
+            .select_related("contact")
+            .filter(pk__in=request_ids)
+            .order_by("pk")
+        }
+        for message in held.filter(review_request_id__in=list(requests)).select_for_update(
+            of=("self",)
+        ):
+            request = requests[message.review_request_id]
+            requested = max(now, request.scheduled_for) if message.step == 0 else now
+            send = policy.send_time(
+                channel=message.channel, requested=requested, phone=request.contact.phone
+            )
+            message.due_at, message.last_error, message.last_error_code = send.at, "", ""
+            message.save(
+                update_fields=[
+                    *message.transition(Message.Status.PENDING, at=now),
+                    "due_at",
+                    "last_error",
+                    "last_error_code",
+                ]
+            )
+            if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
+                request.scheduled_for = send.at
+                request.save(update_fields=["scheduled_for", "updated_at"])
+            released += 1
+        if released:
+            transaction.on_commit(dispatcher_kick)
+    return released
+
+
+def _default_label(kind: str | None, url: str) -> str:
+    if kind and kind != ReviewSite.Kind.CUSTOM:
+        return ReviewSite.Kind(kind).label
+    host = (urlsplit(url).hostname or url).removeprefix("www.")
+    return host[:80]
 
 
 def review_site_remove(*, owner: User, site_id: uuid.UUID) -> bool:

@@ -1,20 +1,17 @@
-"""Businesses, review sites and adding a contact (the start of every review request)."""
+"""Adding a contact: the start of every review request, from the API, the CSV import and the
+back office alike."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
-from urllib.parse import urlsplit
 
-from django.contrib.auth import password_validation
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import User
+from contact_input.normalize import ContactInput
 from core.times import human_utc
 
 from .. import db, selectors
@@ -29,124 +26,7 @@ from ..models import (
     SendTime,
     messages_for,
 )
-from ..normalize import ContactInput, clean_contact_input
 from .dispatch import dispatcher_kick
-
-
-def business_create(
-    *,
-    email: str,
-    password: str,
-    business_name: str,
-    time_zone: str = "UTC",
-    default_region: str = "US",
-    review_urls: list[str] | tuple[str, ...] = (),
-) -> User:
-    """Create a business owner and its review sites in one transaction.
-
-    Raises ``ValidationError`` (with field names) for bad input; nothing is created then.
-    """
-    with transaction.atomic():
-        if User.objects.with_email(email).exists():
-            raise ValidationError({"email": "A business with this e-mail already exists."})
-        try:
-            password_validation.validate_password(
-                password, user=User(email=email, business_name=business_name)
-            )
-        except ValidationError as exc:
-            raise ValidationError({"password": exc.messages}) from None
-        owner = User.objects.create_user(
-            email=email,
-            password=password,
-            business_name=business_name.strip(),
-            time_zone=time_zone,
-            default_region=default_region.upper(),
-        )
-        BusinessSettings.objects.create(owner=owner)
-        for position, url in enumerate(review_urls):
-            review_site_add(owner=owner, url=url, position=position)
-    return owner
-
-
-def review_site_add(*, owner: User, url: str, label: str = "", position: int = 0) -> ReviewSite:
-    kind = ReviewSite.kind_for_url(url)
-    site = ReviewSite(
-        owner=owner,
-        url=url,
-        kind=kind or ReviewSite.Kind.CUSTOM,
-        label=label or _default_label(kind, url),
-        position=position,
-    )
-    site.full_clean()
-    with transaction.atomic():
-        BusinessSettings.lock_for(owner)  # see _has_review_site
-        site.save()
-        messages_release_waiting(owner=owner)
-    return site
-
-
-def messages_release_waiting(*, owner: User) -> int:
-    """The business lists a review site now: its messages held for one
-    (``Message.WAITING_FOR_REVIEW_SITE``) become pending, due at the time they were meant for
-    or now, whichever is later, moved into the sending window like any other send, and the
-    dispatcher sends them on its normal path. Returns how many were released.
-
-    Run in the transaction that adds the site, after ``BusinessSettings.lock_for`` (
-    ``review_site_add``; the admin's review-site page calls it too). Requests are locked
-    before their messages, the order of every writer that changes both."""
-    held = Message.objects.filter(
-        review_request__owner=owner,
-        status=Message.Status.PLANNED,
-        last_error_code=Message.WAITING_FOR_REVIEW_SITE,
-    )
-    if not ReviewSite.listed_by(owner.pk):
-        return 0
-    now = timezone.now()
-    policy = BusinessSettings.for_owner(owner)
-    released = 0
-    with transaction.atomic():
-        request_ids = list(held.values_list("review_request_id", flat=True))
-        requests = {
-            request.pk: request
-            for request in ReviewRequest.objects.select_for_update(of=("self",))
-            .select_related("contact")
-            .filter(pk__in=request_ids)
-            .order_by("pk")
-        }
-        for message in held.filter(review_request_id__in=list(requests)).select_for_update(
-            of=("self",)
-        ):
-            request = requests[message.review_request_id]
-            requested = max(now, request.scheduled_for) if message.step == 0 else now
-            send = policy.send_time(
-                channel=message.channel, requested=requested, phone=request.contact.phone
-            )
-            message.due_at, message.last_error, message.last_error_code = send.at, "", ""
-            message.save(
-                update_fields=[
-                    *message.transition(Message.Status.PENDING, at=now),
-                    "due_at",
-                    "last_error",
-                    "last_error_code",
-                ]
-            )
-            if message.step == 0 and request.status == ReviewRequest.Status.SCHEDULED:
-                request.scheduled_for = send.at
-                request.save(update_fields=["scheduled_for", "updated_at"])
-            released += 1
-        if released:
-            transaction.on_commit(dispatcher_kick)
-    return released
-
-
-def _default_label(kind: str | None, url: str) -> str:
-    if kind and kind != ReviewSite.Kind.CUSTOM:
-        return ReviewSite.Kind(kind).label
-    host = (urlsplit(url).hostname or url).removeprefix("www.")
-    return host[:80]
-
-
-# --- Adding a contact -----------------------------------------------------------------------------
 
 
 class ContactAddOutcome(enum.StrEnum):
@@ -169,21 +49,23 @@ class ContactAddResult:
 def contact_add(
     *,
     owner: User,
-    data: Mapping[str, Any] | ContactInput,
+    data: ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
 ) -> ContactAddResult:
     """Add or update a contact and give them at most one scheduled review request.
 
-    The one entry point for the API, the admin and the CSV import. ``data`` holds raw values
-    (``reviews.normalize.CONTACT_FIELDS``; unknown keys are ignored); bad input raises
-    ``ValidationError`` naming each field, and nothing is written.
+    The one entry point for the API, the CSV import and everything else that adds a contact.
+    ``data`` is the input as ``contact_input.normalize.clean_contact_input`` parsed it, with the
+    owner's default region: callers parse first (a bad field is its ``ValidationError``, naming
+    each field), so input is parsed once and in one way. ``ValidationError`` here too when the
+    merged metadata would grow past its limit; nothing is written then.
 
-    In one transaction, with no network I/O: normalise, find the contact by e-mail or phone
-    (the e-mail match wins when they point at two contacts), update it with the non-empty
-    values (metadata merged) or create it, then return the contact's active request, or the
-    latest one that reached them within the cooldown, or create a request with all its message
-    rows (step 0 pending at ``scheduled_for``, follow-ups planned).
+    In one transaction, with no network I/O: find the contact by e-mail or phone (the e-mail
+    match wins when they point at two contacts), update it with the non-empty values
+    (metadata merged) or create it, then return the contact's active request, or the latest
+    one that reached them within the cooldown, or create a request with all its message rows
+    (step 0 pending at ``scheduled_for``, follow-ups planned).
 
     Concurrency: the transaction first serialises adds of one person
     (``db.contact_add_lock``),
@@ -195,24 +77,17 @@ def contact_add(
     caller's transaction (the API's ``Idempotency-Key``) it runs in a savepoint, so that retry
     works there too.
 
-    ``data`` may also be a ``ContactInput`` already parsed by ``clean_contact_input`` (with the
-    owner's default region), so that a caller that validated first does not parse twice.
-
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
     import reads them once per batch instead of once per row).
     """
-    if isinstance(data, ContactInput):
-        clean = data  # parsed by the caller (the API's input serializer)
-    else:
-        clean = clean_contact_input(data, default_region=owner.default_region)
     if policy is None:
         policy = BusinessSettings.for_owner(owner)
     try:
-        return _contact_add_once(owner=owner, clean=clean, policy=policy, source=source)
+        return _contact_add_once(owner=owner, clean=data, policy=policy, source=source)
     except IntegrityError:
         # The other transaction has committed by the time our insert failed: a second run
         # sees its contact and request, and deduplicates onto them.
-        return _contact_add_once(owner=owner, clean=clean, policy=policy, source=source)
+        return _contact_add_once(owner=owner, clean=data, policy=policy, source=source)
 
 
 def _contact_add_once(

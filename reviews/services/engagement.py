@@ -7,6 +7,7 @@ import hmac
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from celery import current_app
 from django.conf import settings
@@ -21,7 +22,7 @@ from django.utils import timezone
 
 from events.models import EventType
 
-from ..click_filter import ignored_reason
+from ..click_filter import IgnoredReason, ignored_reason
 from ..models import BusinessSettings, Click, Feedback, Message, ReviewRequest, ReviewSite
 from .events import (
     feedback_received_record,
@@ -47,7 +48,7 @@ def ip_hash(ip: str) -> str:
 class ClickOutcome:
     url: str
     counted: bool
-    ignored_reason: str
+    ignored_reason: IgnoredReason | Literal[""]  # "" when counted
 
 
 def click_record(

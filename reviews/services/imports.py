@@ -2,10 +2,10 @@
 ``contact_add``.
 
 The admin's import page and ``manage.py import_contacts`` both call ``contacts_import``. Each row
-is handed to ``contact_add`` exactly as the connector API hands its JSON body, so the same
-normalisation, dedup, cooldown, opt-out and one-active-request rules apply and a bad row fails
-with the same messages the API returns. A bad row is reported (spreadsheet row number and
-reason) and the import goes on.
+is parsed by ``clean_contact_input`` and handed to ``contact_add`` exactly as the connector API
+parses and hands its JSON body, so the same normalisation, dedup, cooldown, opt-out and
+one-active-request rules apply and a bad row fails with the same messages the API returns. A
+bad row is reported (spreadsheet row number and reason) and the import goes on.
 
 Speed without a transaction per row: rows are written in batches of ``BATCH_SIZE``, each batch
 one transaction in which every row is its own savepoint (``contact_add``'s ``atomic`` nests), so
@@ -44,9 +44,14 @@ from django.db import transaction
 from openpyxl.utils.exceptions import InvalidFileException
 
 from accounts.models import User
+from contact_input.normalize import (
+    CONTACT_FIELDS,
+    NEED_EMAIL_OR_PHONE,
+    ContactInput,
+    clean_contact_input,
+)
 
 from ..models import BusinessSettings, Contact
-from ..normalize import CONTACT_FIELDS, NEED_EMAIL_OR_PHONE, ContactInput, clean_contact_input
 from .contacts import ContactAddOutcome, contact_add
 
 # A row as ``csv.DictReader`` yields it: header -> cell (``None`` for a cell missing from a short

@@ -9,6 +9,7 @@ never sent again automatically.
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import uuid
@@ -18,9 +19,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from providers import Sent
+from providers.sms import UNSUBSCRIBED_CODE
+
 from .. import db
-from ..channels import Sent
-from ..channels.sms import UNSUBSCRIBED_CODE
 from ..models import BusinessSettings, Channel, Contact, Message, ReviewRequest
 from .lifecycle import (
     OwnerReads,
@@ -31,6 +33,19 @@ from .lifecycle import (
 from .opt_outs import contacts_opt_out
 
 logger = logging.getLogger(__name__)
+
+
+class SendResult(enum.StrEnum):
+    """What became of one message a send task carried (``messages_send``); a refused attempt's
+    record (``message_record_failure``) answers ``FAILED``, ``RETRY`` or ``SKIPPED``."""
+
+    SKIPPED = "skipped"  # not claimed: someone else has or had it
+    SENT = "sent"
+    FAILED = "failed"
+    RETRY = "retry"  # back to pending with backoff
+    UNKNOWN = "unknown"
+    CANCELLED = "cancelled"  # found opted out / ended when claimed: not sent
+    HELD = "held"  # the business lists no review site: back to waiting, not sent
 
 
 def message_record_sent(
@@ -78,9 +93,9 @@ def message_record_failure(
     code: str,
     reason: str,
     retry_after: float | None = None,
-) -> str:
+) -> SendResult:
     """The provider refused the attempt (nothing was sent): ``failed`` for good, or back to
-    ``pending`` for a later attempt. Returns ``failed``, ``retry`` or ``skipped`` (the attempt
+    ``pending`` for a later attempt. Returns ``FAILED``, ``RETRY`` or ``SKIPPED`` (the attempt
     was recorded already)."""
     now = timezone.now()
     with transaction.atomic():
@@ -96,12 +111,12 @@ def message_record_failure(
             .first()
         )
         if message is None:
-            return "skipped"
+            return SendResult.SKIPPED
         message.last_error_code = code[:64]
         if not permanent and attempt < settings.DELIVERY_MAX_ATTEMPTS:
             message.last_error = reason[:2000]
             _retry_later(message, now=now, retry_after=retry_after)
-            return "retry"
+            return SendResult.RETRY
         if not permanent:
             reason = f"gave up after {attempt} attempts; last error: {reason}"
         message.last_error = reason[:2000]
@@ -115,7 +130,7 @@ def message_record_failure(
         message_failure_apply(
             message=message, code=code, raw_text=f"Twilio error {code}: {reason}", at=now
         )
-    return "failed"
+    return SendResult.FAILED
 
 
 def message_failure_apply(

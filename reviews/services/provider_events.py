@@ -9,6 +9,7 @@ the message reconciles an ``unknown`` row.
 
 from __future__ import annotations
 
+import enum
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,13 +18,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from contact_input.normalize import is_uuid
 from events.models import EventType
+from providers import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
+from providers.email import email_channel
+from providers.sms import sms_channel
 
-from ..channels import DeliveryOutcomeUnknown, DeliveryRejected, ProviderRecord
-from ..channels.email import email_channel
-from ..channels.sms import sms_channel
 from ..models import Channel, Contact, Message, ReviewRequest
-from ..normalize import is_uuid
 from .events import review_request_event_record
 from .lifecycle import (
     review_request_advance,
@@ -37,38 +38,55 @@ from .outcomes import message_failure_apply
 logger = logging.getLogger(__name__)
 
 
-class Outcome:
+class ProviderOutcome(enum.StrEnum):
+    """What a provider's report says happened to a message."""
+
     ACCEPTED = "accepted"  # the provider has it (queued, sending, sent)
     DELIVERED = "delivered"
     FAILED = "failed"
 
 
+class ProviderEventResult(enum.StrEnum):
+    """What a provider's report (or a lookup of an unknown message) changed; logged, and shown
+    by ``reconcile_unknown``."""
+
+    SENT = "sent"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    OPTED_OUT = "opted_out"  # an e-mail complaint or unsubscribe
+    UNCHANGED = "unchanged"  # nothing to move (a replay, a late or irrelevant event)
+    IGNORED = "ignored"  # another attempt's provider id
+    NOT_FOUND = "not_found"
+    LOOKUP_FAILED = "lookup_failed"  # the provider could not be asked
+    STILL_UNKNOWN = "still_unknown"  # nothing to learn yet: asked again later
+
+
 TWILIO_STATUSES = {
-    "accepted": Outcome.ACCEPTED,
-    "queued": Outcome.ACCEPTED,
-    "scheduled": Outcome.ACCEPTED,
-    "sending": Outcome.ACCEPTED,
-    "sent": Outcome.ACCEPTED,
-    "delivered": Outcome.DELIVERED,
-    "read": Outcome.DELIVERED,
-    "undelivered": Outcome.FAILED,
-    "failed": Outcome.FAILED,
-    "canceled": Outcome.FAILED,
+    "accepted": ProviderOutcome.ACCEPTED,
+    "queued": ProviderOutcome.ACCEPTED,
+    "scheduled": ProviderOutcome.ACCEPTED,
+    "sending": ProviderOutcome.ACCEPTED,
+    "sent": ProviderOutcome.ACCEPTED,
+    "delivered": ProviderOutcome.DELIVERED,
+    "read": ProviderOutcome.DELIVERED,
+    "undelivered": ProviderOutcome.FAILED,
+    "failed": ProviderOutcome.FAILED,
+    "canceled": ProviderOutcome.FAILED,
 }
 
 
 def message_provider_status_apply(
     *,
     message_id: str,
-    outcome: str,
+    outcome: ProviderOutcome,
     provider_message_id: str = "",
     error_code: str = "",
     detail: str = "",
     suppress: bool = False,
     at: datetime | None = None,
-) -> str:
-    """Apply one provider report to a message. Returns what changed: ``sent``, ``delivered``,
-    ``failed``, ``unchanged``, ``ignored`` (another attempt's id) or ``not_found``.
+) -> ProviderEventResult:
+    """Apply one provider report to a message. Returns what changed: ``SENT``, ``DELIVERED``,
+    ``FAILED``, ``UNCHANGED``, ``IGNORED`` (another attempt's id) or ``NOT_FOUND``.
 
     ``suppress``: the address must never be used again (a hard bounce): the contact is opted
     out of the channel, which also stops the request's other messages on it.
@@ -83,21 +101,21 @@ def message_provider_status_apply(
             .first()
         )
         if message is None:
-            return "not_found"
+            return ProviderEventResult.NOT_FOUND
         if (
             provider_message_id
             and message.provider_message_id
             and provider_message_id != message.provider_message_id
         ):
-            return "ignored"
-        result = "unchanged"
+            return ProviderEventResult.IGNORED
+        result = ProviderEventResult.UNCHANGED
         if message.status in (Message.Status.SENDING, Message.Status.UNKNOWN) and outcome in (
-            Outcome.ACCEPTED,
-            Outcome.DELIVERED,
+            ProviderOutcome.ACCEPTED,
+            ProviderOutcome.DELIVERED,
         ):
             _mark_sent(message, provider_message_id, at)
-            result = "sent"
-        if outcome == Outcome.DELIVERED and message.status == Message.Status.SENT:
+            result = ProviderEventResult.SENT
+        if outcome == ProviderOutcome.DELIVERED and message.status == Message.Status.SENT:
             message.save(update_fields=message.transition(Message.Status.DELIVERED, at=at))
             if ReviewRequest.objects.filter(
                 pk=message.review_request_id, status=ReviewRequest.Status.SENT
@@ -107,15 +125,15 @@ def message_provider_status_apply(
                 review_request_event_record(
                     request=request, type=EventType.REVIEW_REQUEST_DELIVERED, at=at
                 )
-            result = "delivered"
-        elif outcome == Outcome.FAILED and message.status in (
+            result = ProviderEventResult.DELIVERED
+        elif outcome == ProviderOutcome.FAILED and message.status in (
             Message.Status.SENDING,
             Message.Status.UNKNOWN,
             Message.Status.SENT,
         ):
             _mark_failed(message, provider_message_id, error_code, detail, suppress, at)
-            result = "failed"
-    if result != "unchanged":
+            result = ProviderEventResult.FAILED
+    if result != ProviderEventResult.UNCHANGED:
         logger.info(
             "provider status applied",
             extra={"message_id": str(message_id), "outcome": outcome, "result": result},
@@ -184,11 +202,13 @@ def _mark_failed(
 # --- Twilio ---------------------------------------------------------------------------------------
 
 
-def twilio_status_record(*, message_id: str, sid: str, status: str, error_code: str = "") -> str:
+def twilio_status_record(
+    *, message_id: str, sid: str, status: str, error_code: str = ""
+) -> ProviderEventResult:
     """A Twilio status callback (``/webhooks/twilio/status/<message id>/``)."""
     outcome = TWILIO_STATUSES.get((status or "").lower())
     if outcome is None or not is_uuid(message_id):
-        return "unchanged"
+        return ProviderEventResult.UNCHANGED
     detail = f"Twilio reported the message {status}" + (
         f" (error {error_code})" if error_code else ""
     )
@@ -214,11 +234,11 @@ def email_event_record(
     event_id: str = "",
     reject_reason: str = "",
     description: str = "",
-) -> str:
+) -> ProviderEventResult:
     """An anymail tracking event, normalised. Unknown messages are ignored (200 to the ESP)."""
     message = _email_message(our_message_id, esp_message_id)
     if message is None:
-        return "not_found"
+        return ProviderEventResult.NOT_FOUND
     if event_type in ("complained", "unsubscribed"):
         source = (
             Contact.OptOutSource.EMAIL_COMPLAINT
@@ -232,15 +252,17 @@ def email_event_record(
             raw_text=description or f"ESP event: {event_type}",
             external_id=event_id or f"{event_type}:{message.pk}",
         )
-        return "opted_out" if newly else "unchanged"
+        return ProviderEventResult.OPTED_OUT if newly else ProviderEventResult.UNCHANGED
     if event_type in ("queued", "sent"):
-        outcome = Outcome.ACCEPTED
+        outcome = ProviderOutcome.ACCEPTED
     elif event_type == "delivered":
-        outcome = Outcome.DELIVERED
+        outcome = ProviderOutcome.DELIVERED
     elif event_type in ("bounced", "rejected", "failed"):
-        outcome = Outcome.FAILED
+        outcome = ProviderOutcome.FAILED
     else:
-        return "unchanged"  # opened, clicked, deferred...: not part of the delivery state
+        return (
+            ProviderEventResult.UNCHANGED
+        )  # opened, clicked, deferred...: not part of the delivery state
     suppress = event_type == "bounced" or (
         event_type == "rejected" and reject_reason in _HARD_REJECT_REASONS
     )
@@ -276,7 +298,7 @@ class ReconcileRow:
     channel: str
     to: str
     unknown_for: timedelta
-    result: str
+    result: ProviderEventResult
     detail: str = ""
 
 
@@ -320,7 +342,7 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
     to = message.to_address or request.contact.address_for(message.channel)
     age = now - (message.unknown_at or now)
 
-    def row(result: str, detail: str = "") -> ReconcileRow:
+    def row(result: ProviderEventResult, detail: str = "") -> ReconcileRow:
         return ReconcileRow(
             message_id=str(message.pk),
             channel=message.channel,
@@ -345,9 +367,9 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
                     message_id=str(message.pk), to=to, marker=f"/r/{request.token}/", since=since
                 )
         except (DeliveryRejected, DeliveryOutcomeUnknown) as exc:
-            return row("lookup_failed", str(exc)[:200])
+            return row(ProviderEventResult.LOOKUP_FAILED, str(exc)[:200])
     if record is not None:
-        outcome = TWILIO_STATUSES.get(record.status.lower(), Outcome.ACCEPTED)
+        outcome = TWILIO_STATUSES.get(record.status.lower(), ProviderOutcome.ACCEPTED)
         result = message_provider_status_apply(
             message_id=str(message.pk),
             outcome=outcome,
@@ -370,10 +392,10 @@ def _reconcile_one(message: Message, *, now: datetime, max_age: timedelta) -> Re
         )
         result = _give_up(message, "unknown_expired", detail)
         return row(result, detail)
-    return row("still_unknown")
+    return row(ProviderEventResult.STILL_UNKNOWN)
 
 
-def _give_up(message: Message, code: str, detail: str) -> str:
+def _give_up(message: Message, code: str, detail: str) -> ProviderEventResult:
     now = timezone.now()
     with transaction.atomic():
         request = review_request_lock_by_message(message_id=message.pk, load=True)
@@ -383,7 +405,7 @@ def _give_up(message: Message, code: str, detail: str) -> str:
             .first()
         )
         if request is None or locked is None:
-            return "unchanged"
+            return ProviderEventResult.UNCHANGED
         locked.last_error, locked.last_error_code = detail, code
         locked.save(
             update_fields=[
@@ -396,4 +418,4 @@ def _give_up(message: Message, code: str, detail: str) -> str:
         review_request_advance(
             request=request, cause=ReviewRequest.Status.FAILED, at=now, locked=True
         )
-    return "failed"
+    return ProviderEventResult.FAILED

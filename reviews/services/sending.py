@@ -39,17 +39,17 @@ from django.utils import timezone
 from accounts.models import User
 from core.metrics import MESSAGES, PROVIDER_LATENCY
 from events.services import event_types_subscribed
-
-from .. import db, rendering
-from ..channels import (
+from providers import (
     DeliveryOutcomeUnknown,
     DeliveryRejected,
     OutgoingEmail,
     OutgoingSms,
     Sent,
 )
-from ..channels.email import email_channel
-from ..channels.sms import sms_channel
+from providers.email import email_channel
+from providers.sms import sms_channel
+
+from .. import db, rendering
 from ..models import (
     BusinessSettings,
     Channel,
@@ -58,6 +58,7 @@ from ..models import (
 )
 from .lifecycle import OwnerReads
 from .outcomes import (
+    SendResult,
     message_record_cancelled,
     message_record_failure,
     message_record_held,
@@ -68,16 +69,6 @@ from .outcomes import (
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class SendResult:
-    SKIPPED = "skipped"  # not claimed: someone else has or had it
-    SENT = "sent"
-    FAILED = "failed"
-    RETRY = "retry"  # back to pending with backoff
-    UNKNOWN = "unknown"
-    CANCELLED = "cancelled"  # found opted out / ended when claimed: not sent
-    HELD = "held"  # the business lists no review site: back to waiting, not sent
 
 
 @dataclass
@@ -119,12 +110,12 @@ class SendBatch:
         return self.templates[key]
 
 
-def message_send(*, message_id: str) -> str:
+def message_send(*, message_id: str) -> SendResult:
     """Send one queued message at most once. Idempotent: safe to run twice for one row."""
     return messages_send(message_ids=[message_id])[0]
 
 
-def messages_send(*, message_ids: Sequence[str]) -> list[str]:
+def messages_send(*, message_ids: Sequence[str]) -> list[SendResult]:
     """Send each row in turn (what one send task carries: a worker pays a task's receive,
     acknowledge and trace cost once for several sends); returns the outcomes so far, in order.
 
@@ -140,7 +131,7 @@ def messages_send(*, message_ids: Sequence[str]) -> list[str]:
     """
     started = _clock()
     batch = SendBatch()
-    results: list[str] = []
+    results: list[SendResult] = []
     for index, message_id in enumerate(message_ids):
         if index and _clock() - started + _send_worst_case() >= _send_budget():
             _with_db_retry(partial(_unqueue, message_ids[index:]))
@@ -173,9 +164,9 @@ def _send_budget() -> float:
     return float(settings.CELERY_TASK_SOFT_TIME_LIMIT)
 
 
-def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
+def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> SendResult:
     claimed = _with_db_retry(partial(_claim, message_id, batch))
-    if isinstance(claimed, str):
+    if isinstance(claimed, SendResult):
         return claimed  # skipped, or cancelled or held by the pre-send check
     message = claimed
     attempt = message.attempts
@@ -217,7 +208,7 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
             slot.release()
             PROVIDER_LATENCY.labels(*labels).observe(time.perf_counter() - started)
     except DeliveryRejected as exc:
-        MESSAGES.labels(*labels, "failed" if exc.permanent else "retry").inc()
+        MESSAGES.labels(*labels, SendResult.FAILED if exc.permanent else SendResult.RETRY).inc()
         return _with_db_retry(
             partial(
                 record_failure,
@@ -228,14 +219,14 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
             )
         )
     except DeliveryOutcomeUnknown as exc:
-        MESSAGES.labels(*labels, "unknown").inc()
+        MESSAGES.labels(*labels, SendResult.UNKNOWN).inc()
         unknown = partial(message_record_unknown, message_id=message_id, attempt=attempt)
         _with_db_retry(partial(unknown, code=exc.code, reason=exc.reason))
         return SendResult.UNKNOWN
     except Exception as exc:
         # Not a classified outcome (a bug, the time limit hit mid-call): it may have been
         # sent, so it is recorded as unknown, never retried.
-        MESSAGES.labels(*labels, "unknown").inc()
+        MESSAGES.labels(*labels, SendResult.UNKNOWN).inc()
         logger.exception("unexpected error sending", extra={"message_id": message_id})
         _with_db_retry(
             partial(
@@ -247,7 +238,7 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
             )
         )
         return SendResult.UNKNOWN
-    MESSAGES.labels(*labels, "sent").inc()
+    MESSAGES.labels(*labels, SendResult.SENT).inc()
     _with_db_retry(
         partial(
             message_record_sent,
@@ -262,7 +253,7 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> str:
     return SendResult.SENT
 
 
-def _claim(message_id: str, batch: SendBatch) -> Message | str:
+def _claim(message_id: str, batch: SendBatch) -> Message | SendResult:
     """``queued → sending`` (``db.message_claim``, which reads the request and contact as the
     claim leaves them), then the pre-send rule: the claimed message, with its request, contact
     and owner, or the ``SendResult`` saying why nothing is to be sent."""

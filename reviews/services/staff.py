@@ -7,10 +7,10 @@ import logging
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from contact_input.normalize import is_uuid
 from core.times import human_utc
 
 from ..models import BusinessSettings, Channel, Message, ReviewRequest
-from ..normalize import is_uuid
 from .dispatch import dispatcher_kick
 from .events import review_request_ending_record
 from .lifecycle import review_request_lock, review_request_lock_by_message

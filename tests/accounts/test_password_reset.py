@@ -24,7 +24,7 @@ NEW_PASSWORD = "a fresh and long passphrase 42"
 @pytest.fixture
 def outbox(settings, tmp_path):
     """Mail goes out through the configured backend: files in OUTBOX_DIR, as by default."""
-    settings.EMAIL_BACKEND = "reviews.channels.outbox.OutboxEmailBackend"
+    settings.EMAIL_BACKEND = "providers.outbox.OutboxEmailBackend"
     settings.OUTBOX_DIR = tmp_path
     return tmp_path
 

@@ -152,7 +152,7 @@ def test_email_url_sets_smtp_host_port_login_and_tls(tmp_path):
     ssl = json.loads(_run(tmp_path, EMAIL_URL="smtp+ssl://u:p@mail.example.com:465").stdout)
     assert (ssl["email"]["EMAIL_USE_SSL"], ssl["email"]["EMAIL_USE_TLS"]) == (True, False)
     default = json.loads(_run(tmp_path).stdout)["email"]
-    assert default["EMAIL_BACKEND"] == "reviews.channels.outbox.OutboxEmailBackend"
+    assert default["EMAIL_BACKEND"] == "providers.outbox.OutboxEmailBackend"
 
 
 def test_secrets_can_be_read_from_the_files_name_file_points_at(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
+from contact_input.normalize import CONTACT_FIELD_KEYS
 from reviews.models import BusinessSettings, Contact
-from reviews.normalize import CONTACT_FIELD_KEYS
 from tests.support.oauth import issue_tokens
 
 pytestmark = pytest.mark.django_db

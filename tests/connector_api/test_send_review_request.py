@@ -471,3 +471,13 @@ def test_a_request_without_a_token_is_401_whatever_its_body(api_client, body, co
     response = api_client.post(URL, body, content_type=content_type)
     assert response.status_code == 401
     assert response.json()["error"] == "unauthorized"
+
+
+def test_a_national_number_is_read_in_the_owners_region(api, now):
+    """The API parses the body with the owner's default region before ``contact_add`` (which
+    takes the parsed input only)."""
+    api.owner.default_region = "GB"
+    api.owner.save(update_fields=["default_region"])
+    response = post(api, {"mobile_phone_number": "07400 123456"})
+    assert response.status_code == 201, response.content
+    assert response.json()["contact_phone"] == "+447400123456"

@@ -6,6 +6,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+import events.admin
 from events.models import EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, webhooks_deliver_due
 from tests.events.conftest import subscribe
@@ -60,3 +61,34 @@ def test_redeliver_skips_a_disabled_subscription(staff, owner, receiver):
     )
     assert "1 skipped: their subscription is disabled." in response.content.decode()
     assert WebhookDelivery.objects.get().status == "failed"
+
+
+def test_staff_delete_subscriptions_through_the_unsubscribe_service(
+    staff, owner, receiver, monkeypatch
+):
+    """The admin's delete page and its "delete selected" action both unsubscribe as the API
+    and the portal do; the pending deliveries go with the subscription."""
+    deleted = []
+    delete = events.admin.webhook_subscription_delete
+
+    def spy(**kwargs):
+        deleted.append(kwargs["subscription_id"])
+        return delete(**kwargs)
+
+    monkeypatch.setattr(events.admin, "webhook_subscription_delete", spy)
+    one, two, three = (
+        subscribe(owner, EventType.FEEDBACK_RECEIVED, f"{receiver.url}{n}") for n in range(3)
+    )
+    with transaction.atomic():
+        event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={"id": "x"})
+    assert WebhookDelivery.objects.count() == 3
+
+    page = staff.post(f"/admin/events/webhooksubscription/{one.pk}/delete/", {"post": "yes"})
+    assert page.status_code == 302
+    staff.post(
+        "/admin/events/webhooksubscription/",
+        {"action": "delete_selected", "_selected_action": [two.pk, three.pk], "post": "yes"},
+    )
+    assert sorted(deleted) == sorted([one.pk, two.pk, three.pk])
+    assert not WebhookSubscription.objects.exists()
+    assert not WebhookDelivery.objects.exists()

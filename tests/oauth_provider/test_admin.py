@@ -14,6 +14,7 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
+from oauth_provider import services
 from oauth_provider.models import Connection
 from tests.factories import UserFactory
 
@@ -50,6 +51,36 @@ def test_creating_a_client_shows_its_secret_once_and_stores_only_a_hash(staff):
         assert secret.encode() not in page
         assert application.client_secret.encode() not in page
     assert b"hashed" in change
+
+
+def test_a_client_added_in_the_admin_is_made_by_the_commands_service(staff, monkeypatch):
+    """``oauth_client_create``, as ``create_oauth_client`` uses it: the redirect URIs stored
+    space-separated as the command stores them (the form took them one per line), the owner
+    and client type staff chose kept."""
+    created = []
+    create = services.oauth_client_create
+
+    def spy(**kwargs):
+        created.append(kwargs["name"])
+        return create(**kwargs)
+
+    monkeypatch.setattr(services, "oauth_client_create", spy)
+    owner = UserFactory(is_staff=True)
+    response = staff.post(
+        "/admin/oauth2_provider/application/add/",
+        {
+            "name": "Make",
+            "client_type": "public",
+            "redirect_uris": "https://make.example/cb\r\nhttps://make.example/cb2",
+            "user": owner.pk,
+        },
+    )
+    assert response.status_code == 200
+    assert created == ["Make"]
+    application = Application.objects.get()
+    assert application.redirect_uris == "https://make.example/cb https://make.example/cb2"
+    assert (application.client_type, application.user) == ("public", owner)
+    assert application.client_id in response.content.decode()
 
 
 def test_client_redirect_uris_must_be_https(staff):

@@ -9,9 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.selectors import activity, funnel
 from reviews.models import ReviewRequest
-from tests.support.portal_data import add_request, click, fail, opt_out, send_first
+from tests.support.portal_data import add_request, send_first
 
 pytestmark = pytest.mark.django_db
 
@@ -128,55 +127,6 @@ def test_search_says_when_nothing_matches(browser, owner):
     add_request(owner, first_name="Maria", email="maria@example.com")
     html = browser.get("/", {"q": "nobody"}).content.decode()
     assert "No review request matches." in html
-
-
-def test_funnel_counts_each_stage_reached_with_percentages_of_added(owner, other_owner):
-    made = [
-        add_request(
-            owner,
-            first_name=f"P{n}",
-            email=f"p{n}@example.com",
-            mobile_phone_number=f"+1415555020{n}",
-        )
-        for n in range(8)
-    ]
-    now = timezone.now()  # what happened to them, after they were added
-    for request in made[:6]:
-        send_first(request, at=now, delivered=request in made[:3])
-    click(made[0], at=now)  # delivered, then clicked
-    click(made[3], at=now)  # clicked without a delivery receipt: it arrived
-    opt_out(made[4], at=now)
-    fail(made[6], at=now, code="21211", error="Invalid number")
-    add_request(other_owner, first_name="Other", email="other@example.com")
-    numbers = funnel(owner=owner, days=30)
-    assert (numbers.added, numbers.sent, numbers.delivered, numbers.clicked) == (8, 6, 4, 2)
-    assert (numbers.failed, numbers.opted_out) == (1, 1)
-    assert [step.percent for step in numbers.steps] == [100.0, 75.0, 50.0, 25.0]
-    assert [step.percent for step in numbers.outcomes] == [12.5, 12.5]
-
-
-def test_funnel_counts_each_event_in_the_period_it_happened(owner):
-    """As the chart beside it: a request added before the period and clicked in it counts as
-    a click of the period, not as a request added in it."""
-    now = timezone.now()
-    earlier = add_request(
-        owner, first_name="Earlier", email="e@example.com", created_at=now - timedelta(days=40)
-    )
-    send_first(earlier, at=now - timedelta(days=39), delivered=True)
-    click(earlier, at=now - timedelta(days=3))
-    recent = add_request(
-        owner, first_name="Recent", email="r@example.com", created_at=now - timedelta(days=2)
-    )
-    send_first(recent, at=now - timedelta(days=2))
-
-    def stages(days):
-        numbers = funnel(owner=owner, days=days)
-        return numbers.added, numbers.sent, numbers.delivered, numbers.clicked
-
-    assert stages(30) == (1, 1, 0, 1)
-    assert stages(90) == stages(None) == (2, 2, 1, 1)
-    chart = {s.key: sum(s.counts) for s in activity(owner=owner, days=30).series}
-    assert (chart["scheduled"], chart["sent"], chart["clicked"]) == (1, 1, 1)
 
 
 def test_funnel_covers_the_chosen_period(browser, owner):

@@ -14,6 +14,7 @@ from tests.support.browser import (
     log_in_and_wait,
     screenshot,
 )
+from tests.support.contacts import contact_input
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +28,10 @@ def siteless(transactional_db):
 
 def test_the_banner_leads_to_adding_a_site_and_the_request_then_goes(page, siteless):
     errors = collect_errors(page)
-    contact_add(owner=siteless, data={"first_name": "Maria", "email": "maria@example.com"})
+    contact_add(
+        owner=siteless,
+        data=contact_input(siteless, {"first_name": "Maria", "email": "maria@example.com"}),
+    )
     log_in_and_wait(page, siteless)
 
     banner = page.get_by_role("region", name="Add a review site: your review requests are waiting")
@@ -52,7 +56,10 @@ def test_the_banner_leads_to_adding_a_site_and_the_request_then_goes(page, sitel
 
 
 def test_the_banner_fits_a_phone(phone_page, siteless):
-    contact_add(owner=siteless, data={"first_name": "Maria", "email": "maria@example.com"})
+    contact_add(
+        owner=siteless,
+        data=contact_input(siteless, {"first_name": "Maria", "email": "maria@example.com"}),
+    )
     log_in_and_wait(phone_page, siteless)
     banner = phone_page.get_by_role("region", name="Add a review site")
     assert banner.is_visible()

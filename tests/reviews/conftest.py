@@ -12,6 +12,7 @@ from reviews.models import BusinessSettings, Message, ReviewRequest
 from reviews.services import contact_add, message_send, messages_dispatch_due
 from reviews.services.dispatch import SEND_TASK
 from tests.factories import ReviewSiteFactory, UserFactory
+from tests.support.contacts import contact_input
 from tests.support.fake_providers import FakeProviders
 
 _phones = itertools.count(2000)
@@ -40,7 +41,7 @@ def business(db):
 def request_for(owner, **data) -> ReviewRequest:
     data.setdefault("first_name", "Jane")
     data.setdefault("delay_hours", 0)
-    return contact_add(owner=owner, data=data).review_request
+    return contact_add(owner=owner, data=contact_input(owner, data)).review_request
 
 
 def sms_request(owner, **data) -> ReviewRequest:
@@ -105,7 +106,7 @@ def postmark(fake):
 @pytest.fixture
 def outbox_email(settings):
     """The embedded default's e-mail backend (tests otherwise use Django's locmem)."""
-    settings.EMAIL_BACKEND = "reviews.channels.outbox.OutboxEmailBackend"
+    settings.EMAIL_BACKEND = "providers.outbox.OutboxEmailBackend"
     return settings.OUTBOX_DIR
 
 

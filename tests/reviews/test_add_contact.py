@@ -8,8 +8,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
-from reviews.services import ContactAddOutcome, business_create, contact_add
+from reviews.services import ContactAddOutcome, contact_add
 from tests.factories import UserFactory
+from tests.support.contacts import contact_input
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def policy(owner):
 
 
 def add(owner, **data):
-    return contact_add(owner=owner, data=data)
+    return contact_add(owner=owner, data=contact_input(owner, data))
 
 
 def steps(request: ReviewRequest) -> list[tuple]:
@@ -160,7 +161,9 @@ def test_without_delay_hours_the_business_default_applies(owner, policy, now):
 
 
 def test_source_is_recorded_on_a_new_contact(owner, now):
-    result = contact_add(owner=owner, data={"email": "jane@example.com"}, source="import")
+    result = contact_add(
+        owner=owner, data=contact_input(owner, {"email": "jane@example.com"}), source="import"
+    )
     assert result.contact.source == Contact.Source.IMPORT
 
 
@@ -462,22 +465,7 @@ def test_metadata_that_would_grow_past_16_kb_when_merged_is_refused(owner, now):
 
 def test_phone_numbers_without_country_code_use_the_owners_region(now):
     british = UserFactory(default_region="GB", time_zone="Europe/London")
-    result = contact_add(owner=british, data={"mobile_phone_number": "07400 123456"})
-    assert result.contact.phone == "+447400123456"
-
-
-# --- settings -------------------------------------------------------------------------------------
-
-
-def test_business_create_creates_the_review_settings_with_the_defaults(db):
-    owner = business_create(
-        email="owner@example.com", password="a long passphrase 42", business_name="Acme"
+    result = contact_add(
+        owner=british, data=contact_input(british, {"mobile_phone_number": "07400 123456"})
     )
-    policy = owner.review_settings
-    assert policy.initial_channel == BusinessSettings.InitialChannel.SMS
-    assert policy.follow_up_offsets_hours == [72, 168]
-    assert policy.follow_up_other_channel is True
-    assert policy.cooldown_days == 90
-    assert (policy.send_window_start, policy.send_window_end) == (time(8), time(21))
-    assert policy.send_window_applies_to == BusinessSettings.WindowAppliesTo.SMS
-    assert policy.default_delay_hours == 0
+    assert result.contact.phone == "+447400123456"

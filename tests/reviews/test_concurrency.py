@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 from connector_api.models import IdempotencyKey
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
 from reviews.services import contact_add
+from tests.support.contacts import contact_input
 from tests.support.oauth import issue_tokens
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -75,7 +76,10 @@ def settings_row(owner):
 def test_twenty_concurrent_adds_of_one_email_make_one_contact_and_one_request(owner, settings_row):
     results = run_together(
         lambda i: contact_add(
-            owner=owner, data={"email": f"  Jane@Example.COM{' ' * (i % 3)}", "first_name": "J"}
+            owner=owner,
+            data=contact_input(
+                owner, {"email": f"  Jane@Example.COM{' ' * (i % 3)}", "first_name": "J"}
+            ),
         )
     )
     assert_one_contact_one_request(results)
@@ -86,7 +90,10 @@ def test_twenty_concurrent_adds_of_one_email_make_one_contact_and_one_request(ow
 def test_twenty_concurrent_adds_of_one_phone_in_different_formats_converge(owner, settings_row):
     results = run_together(
         lambda i: contact_add(
-            owner=owner, data={"mobile_phone_number": PHONE_FORMATS[i % len(PHONE_FORMATS)]}
+            owner=owner,
+            data=contact_input(
+                owner, {"mobile_phone_number": PHONE_FORMATS[i % len(PHONE_FORMATS)]}
+            ),
         )
     )
     assert_one_contact_one_request(results)
@@ -145,7 +152,10 @@ def test_without_the_advisory_locks_the_unique_constraints_still_converge(
     # A writer that bypassed the locks: the constraints fire and the losers run again.
     monkeypatch.setattr("reviews.db.contact_add_lock", lambda **kwargs: None)
     results = run_together(
-        lambda i: contact_add(owner=owner, data={"email": "jane@example.com"}), n=10
+        lambda i: contact_add(
+            owner=owner, data=contact_input(owner, {"email": "jane@example.com"})
+        ),
+        n=10,
     )
     errors = [r for r in results if isinstance(r, BaseException)]
     assert errors == []
@@ -172,7 +182,9 @@ def test_with_the_advisory_locks_no_add_needs_the_constraint_backstop(
     results = run_together(
         lambda i: contact_add(
             owner=owner,
-            data={"email": "jane@example.com", "mobile_phone_number": PHONE_FORMATS[i % 10]},
+            data=contact_input(
+                owner, {"email": "jane@example.com", "mobile_phone_number": PHONE_FORMATS[i % 10]}
+            ),
         )
     )
     assert_one_contact_one_request(results)

@@ -38,7 +38,7 @@ def test_defaults_write_email_to_the_outbox_and_dispatch_every_two_seconds(tmp_p
     result = probe(tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
-        "reviews.channels.outbox.OutboxEmailBackend",
+        "providers.outbox.OutboxEmailBackend",
         "2.0",
         "(5.0,",
         "20.0)",

@@ -33,6 +33,7 @@ from reviews.models import BusinessSettings, Message
 from reviews.services import contact_add, message_resend, messages_reconcile_unknown
 from tests.factories import ReviewSiteFactory, UserFactory
 from tests.reviews.conftest import TWILIO_SID, TWILIO_TOKEN
+from tests.support.contacts import contact_input
 from tests.support.fake_providers import FakeProviders
 from tests.support.private_servers import postgres_available, private_postgres, private_redis
 from tests.support.processes import ROOT, ServiceProcesses
@@ -86,7 +87,10 @@ def seed(monkeypatch) -> list[str]:
         owner=owner, send_window_applies_to="none", follow_up_offsets_hours=[]
     )
     for i in range(MESSAGES):
-        contact_add(owner=owner, data={"mobile_phone_number": phone(i), "delay_hours": 0})
+        contact_add(
+            owner=owner,
+            data=contact_input(owner, {"mobile_phone_number": phone(i), "delay_hours": 0}),
+        )
     return [str(pk) for pk in Message.objects.values_list("pk", flat=True)]
 
 
@@ -206,14 +210,16 @@ import django
 django.setup()
 from accounts.models import User
 from reviews.models import BusinessSettings, ReviewSite
+from contact_input.normalize import clean_contact_input
 from reviews.services import contact_add
 owner = User.objects.create_user(email="owner@example.com", business_name="Acme Plumbing")
 ReviewSite.objects.create(owner=owner, url="https://g.page/r/acme/review", label="Google")
 BusinessSettings.objects.create(owner=owner, send_window_applies_to="none",
                                 follow_up_offsets_hours=[])
 for i in range({n}):
-    contact_add(owner=owner, data={{"mobile_phone_number": "+1415555%04d" % (3000 + i),
-                                   "delay_hours": 0}})
+    contact_add(owner=owner, data=clean_contact_input({{
+        "mobile_phone_number": "+1415555%04d" % (3000 + i), "delay_hours": 0}},
+        default_region=owner.default_region))
 """
 
 

@@ -20,6 +20,7 @@ from reviews.services import (
 )
 from reviews.services.dispatch import KICK_CACHE_KEY
 from tests.reviews.conftest import email_request
+from tests.support.contacts import contact_input
 from tests.support.row_counts import statement_row_counts
 
 pytestmark = pytest.mark.django_db
@@ -29,10 +30,16 @@ def test_a_contact_due_now_kicks_the_dispatcher_on_commit_and_a_later_one_does_n
     business, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks() as now_callbacks:
-        contact_add(owner=business, data={"email": "a@example.com", "delay_hours": 0})
+        contact_add(
+            owner=business,
+            data=contact_input(business, {"email": "a@example.com", "delay_hours": 0}),
+        )
     assert dispatcher_kick in now_callbacks
     with django_capture_on_commit_callbacks() as later_callbacks:
-        contact_add(owner=business, data={"email": "b@example.com", "delay_hours": 2})
+        contact_add(
+            owner=business,
+            data=contact_input(business, {"email": "b@example.com", "delay_hours": 2}),
+        )
     assert dispatcher_kick not in later_callbacks
 
 

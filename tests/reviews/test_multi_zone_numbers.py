@@ -12,6 +12,7 @@ from reviews.models import BusinessSettings
 from reviews.sending_windows import ZoneBasis, send_zones
 from reviews.services import contact_add
 from tests.factories import ReviewSiteFactory, UserFactory
+from tests.support.contacts import contact_input
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +43,7 @@ def test_a_sydney_business_texts_an_australian_mobile_from_8_sydney_time(time_ma
     owner = business("Australia/Sydney")
     # 21:30 in Sydney (AEST, UTC+10).
     time_machine.move_to(datetime(2026, 6, 10, 11, 30, tzinfo=UTC), tick=False)
-    result = contact_add(owner=owner, data={"mobile_phone_number": AU_MOBILE})
+    result = contact_add(owner=owner, data=contact_input(owner, {"mobile_phone_number": AU_MOBILE}))
     assert result.review_request.scheduled_for == datetime(2026, 6, 10, 22, 0, tzinfo=UTC)
     assert (
         "SMS messages go out only between 08:00 and 21:00 in the business's time zone "
@@ -53,7 +54,7 @@ def test_a_sydney_business_texts_an_australian_mobile_from_8_sydney_time(time_ma
 def test_a_business_elsewhere_gets_only_the_hours_every_zone_shares(time_machine):
     owner = business("Europe/London")
     time_machine.move_to(datetime(2026, 6, 10, 11, 30, tzinfo=UTC), tick=False)
-    result = contact_add(owner=owner, data={"mobile_phone_number": AU_MOBILE})
+    result = contact_add(owner=owner, data=contact_input(owner, {"mobile_phone_number": AU_MOBILE}))
     at = result.review_request.scheduled_for
     # 08:00 on the Cocos Islands (UTC+6:30), the last zone to wake up: 11:30 in Sydney (AEST;
     # 12:30 in summer).
@@ -66,7 +67,9 @@ def test_a_business_elsewhere_gets_only_the_hours_every_zone_shares(time_machine
 def test_the_portal_says_whose_clock_the_first_message_waits_for(client, time_machine):
     owner = business("Australia/Sydney")
     time_machine.move_to(datetime(2026, 6, 10, 11, 30, tzinfo=UTC), tick=False)
-    request = contact_add(owner=owner, data={"mobile_phone_number": AU_MOBILE}).review_request
+    request = contact_add(
+        owner=owner, data=contact_input(owner, {"mobile_phone_number": AU_MOBILE})
+    ).review_request
     client.force_login(owner)
     page = client.get(f"/portal/requests/{request.pk}/").content.decode()
     assert "in the business&#x27;s time zone (Australia/Sydney), one of the 8 time zones" in page

@@ -8,7 +8,7 @@ from django.db import connection
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-OUR_APPS = ("accounts", "reviews", "connector_api", "oauth_provider")
+OUR_APPS = ("accounts", "reviews", "activity", "connector_api", "oauth_provider")
 
 
 def _our_models() -> list:

@@ -19,6 +19,7 @@ from reviews.services import (
 )
 from tests.factories import UserFactory
 from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
+from tests.support.contacts import contact_input
 from tests.support.oauth import issue_tokens
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +125,7 @@ def test_a_message_queued_before_the_last_site_was_removed_waits_again(business,
 
 def test_a_second_add_of_a_waiting_contact_says_it_still_waits(siteless):
     email_request(siteless, email="jane@example.com")
-    again = contact_add(owner=siteless, data={"email": "jane@example.com"})
+    again = contact_add(owner=siteless, data=contact_input(siteless, {"email": "jane@example.com"}))
     assert again.outcome == "already_active"
     assert Message.WAITING_FOR_REVIEW_SITE_TEXT in again.message
 

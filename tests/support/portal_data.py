@@ -15,12 +15,13 @@ from accounts.models import User
 from reviews.models import Click, Feedback, Message, OptOutEvent, ReviewRequest, ReviewSite
 from reviews.services import contact_add
 from tests.factories import UserFactory
+from tests.support.contacts import contact_input
 
 
 def add_request(owner, *, created_at: datetime | None = None, **contact) -> ReviewRequest:
     """A new review request through ``contact_add`` (the owner's policy plans the steps).
     ``created_at`` backdates it (the funnel counts requests by when they were added)."""
-    result = contact_add(owner=owner, data=contact)
+    result = contact_add(owner=owner, data=contact_input(owner, contact))
     request = result.review_request
     if created_at is not None:
         ReviewRequest.objects.filter(pk=request.pk).update(

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from contact_input.normalize import normalize_phone
 from reviews.models import Contact
-from reviews.normalize import normalize_phone
 from reviews.services import sms_reply_record
 from reviews.sms_keywords import Intent, sms_reply_text
 

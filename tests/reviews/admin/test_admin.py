@@ -9,14 +9,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
+from reviews import services
 from reviews.models import (
     BusinessSettings,
     Channel,
     Contact,
     Message,
     MessageTemplate,
-    OptOutEvent,
     ReviewRequest,
+    ReviewSite,
 )
 from tests.factories import UserFactory
 from tests.support.portal_data import add_request
@@ -255,6 +256,37 @@ def test_template_saved_through_the_service_gets_the_stop_line(staff, business):
     assert "js/template-preview.js" in change
 
 
+def test_deleting_wording_goes_back_to_the_default_through_the_service(
+    staff, business, monkeypatch
+):
+    reset = []
+    reset_one = services.message_template_reset
+
+    def spy(**kwargs):
+        reset.append((kwargs["channel"], kwargs["step"]))
+        return reset_one(**kwargs)
+
+    monkeypatch.setattr(services, "message_template_reset", spy)
+    sms, email, follow_up = (
+        MessageTemplate.objects.create(
+            owner=business, channel=channel, step=step, subject="Hi", body="{review_link}"
+        )
+        for channel, step in (("sms", 0), ("email", 0), ("email", 1))
+    )
+    url = "/admin/reviews/messagetemplate/"
+    assert staff.post(f"{url}{sms.pk}/delete/", {"post": "yes"}).status_code == 302
+    staff.post(
+        url,
+        {
+            "action": "delete_selected",
+            "_selected_action": [str(email.pk), str(follow_up.pk)],
+            "post": "yes",
+        },
+    )
+    assert sorted(reset) == [("email", 0), ("email", 1), ("sms", 0)]
+    assert not MessageTemplate.objects.exists()
+
+
 def test_preview_endpoint_takes_a_template_id_that_only_looks_like_a_uuid_as_none(staff, business):
     """A hidden field of 36 hyphens passed the old pattern and made the lookup fail (500)."""
     page = staff.post(
@@ -301,6 +333,115 @@ def test_preview_endpoint_renders_the_draft_with_its_segment_count(staff, busine
     assert staff.get(url).status_code == 405
 
 
+# --- Review sites: through the portal's services -------------------------------------------------
+
+SITES = "/admin/reviews/reviewsite/"
+
+
+def test_adding_a_site_names_it_from_the_link_puts_it_last_and_releases_held_requests(staff):
+    """The portal's rules, not the model form's: a blank label is named from the link, the kind
+    follows the link whatever the form says, no position means last; and the first site
+    releases the requests held while the business listed none."""
+    siteless = UserFactory(business_name="Acme Plumbing", time_zone="America/New_York")
+    BusinessSettings.objects.create(
+        owner=siteless, send_window_applies_to=BusinessSettings.WindowAppliesTo.NONE
+    )
+    held = add_request(siteless, email="jane@example.com")
+    assert held.messages.get(step=0).waiting_for_review_site
+
+    first = {"owner": siteless.pk, "url": "www.facebook.com/acme/reviews", "label": ""}
+    response = staff.post(f"{SITES}add/", {**first, "kind": "custom", "position": ""})
+    assert response.status_code == 302, response.content
+    site = ReviewSite.objects.get(owner=siteless)
+    assert (site.url, site.kind, site.label, site.position) == (
+        "https://www.facebook.com/acme/reviews",
+        "facebook",
+        "Facebook",
+        0,
+    )
+    assert response["Location"] == f"{SITES}"
+    released = held.messages.get(step=0)
+    assert released.status == Message.Status.PENDING and not released.waiting_for_review_site
+
+    second = {"owner": siteless.pk, "url": "https://reviews.example.org/acme", "position": ""}
+    assert staff.post(f"{SITES}add/", second).status_code == 302
+    assert list(
+        ReviewSite.objects.filter(owner=siteless)
+        .order_by("position")
+        .values_list("label", "kind", "position")
+    ) == [("Facebook", "facebook", 0), ("reviews.example.org", "custom", 1)]
+
+
+def test_changing_a_site_follows_the_new_link_and_keeps_its_business_and_place(
+    staff, business, other_owner
+):
+    site = ReviewSite.objects.get(owner=business)
+    ReviewSite.objects.filter(pk=site.pk).update(position=3)
+    response = staff.post(
+        f"{SITES}{site.pk}/change/",
+        {
+            "owner": other_owner.pk,  # a disabled field: ignored
+            "url": "https://www.trustpilot.com/review/acme.example",
+            "label": "",
+            "position": "",
+        },
+    )
+    assert response.status_code == 302, response.content
+    site.refresh_from_db()
+    assert (site.owner_id, site.kind, site.label, site.position) == (
+        business.pk,
+        "trustpilot",
+        "Trustpilot",
+        3,
+    )
+
+
+def test_the_site_pages_refuse_what_the_portal_refuses(staff, business):
+    google = ReviewSite.objects.get(owner=business)
+    yelp = staff.post(
+        f"{SITES}add/", {"owner": business.pk, "url": "https://www.yelp.com/biz/acme"}
+    )
+    assert "Yelp does not allow asking customers for reviews." in yelp.content.decode()
+    twice = staff.post(f"{SITES}add/", {"owner": business.pk, "url": google.url})
+    assert twice.status_code == 200
+    other = ReviewSite.objects.create(owner=business, url="https://example.com/r", label="R")
+    taken = staff.post(f"{SITES}{other.pk}/change/", {"url": google.url, "label": "R"})
+    assert taken.status_code == 200
+    assert "already exists" in taken.content.decode()
+    assert ReviewSite.objects.filter(owner=business).count() == 2
+    other.refresh_from_db()
+    assert other.url == "https://example.com/r"
+
+
+def test_deleting_sites_goes_through_review_site_remove(staff, business, monkeypatch):
+    removed = []
+    remove = services.review_site_remove
+
+    def spy(**kwargs):
+        removed.append(kwargs)
+        return remove(**kwargs)
+
+    monkeypatch.setattr(services, "review_site_remove", spy)
+    google = ReviewSite.objects.get(owner=business)
+    assert staff.post(f"{SITES}{google.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert removed == [{"owner": business, "site_id": google.pk}]
+
+    sites = [
+        ReviewSite.objects.create(owner=business, url=f"https://example.com/{n}", label=str(n))
+        for n in range(2)
+    ]
+    staff.post(
+        SITES,
+        {
+            "action": "delete_selected",
+            "_selected_action": [str(site.pk) for site in sites],
+            "post": "yes",
+        },
+    )
+    assert {call["site_id"] for call in removed[1:]} == {site.pk for site in sites}
+    assert not ReviewSite.objects.filter(owner=business).exists()
+
+
 def test_business_page_shows_settings_sites_and_templates(staff, business):
     MessageTemplate.objects.create(
         owner=business,
@@ -312,48 +453,3 @@ def test_business_page_shows_settings_sites_and_templates(staff, business):
     assert "https://g.page/r/acme/review" in html
     assert "Reply STOP to opt out" in html
     assert "review settings" in html
-
-
-# --- Dashboard ------------------------------------------------------------------------------------
-
-
-def test_dashboard_counts_per_day_rate_failures_and_opt_outs(staff, business):
-    other = UserFactory(business_name="Other Co")
-    BusinessSettings.objects.create(owner=other)
-    now = timezone.now()
-    sent = add_request(business, email="a@example.com", delay_hours=0)
-    ReviewRequest.objects.filter(pk=sent.pk).update(
-        status="clicked", sent_at=now, clicked_at=now, ended_at=now
-    )
-    failed = add_request(business, email="b@example.com", delay_hours=0)
-    ReviewRequest.objects.filter(pk=failed.pk).update(sent_at=now)
-    Message.objects.filter(review_request=failed, step=0).update(
-        status="failed", failed_at=now, last_error_code="bounced", last_error="Hard bounce"
-    )
-    OptOutEvent.objects.create(
-        owner=business,
-        channel=Channel.SMS,
-        action=OptOutEvent.Action.OPT_OUT,
-        source=Contact.OptOutSource.SMS_REPLY,
-        address="+14155552671",
-    )
-    add_request(other, email="c@example.com", delay_hours=0)
-
-    page = staff.get("/admin/reviews/reviewrequest/dashboard/", {"owner": str(business.pk)})
-    html = page.content.decode()
-    data = page.context["data"]
-    # Delivered: the click proves arrival (the portal's definition too).
-    assert [s.total for s in data.series] == [2, 2, 1, 1, 0]
-    assert data.click_through_rate == 50.0
-    assert "50.0 %" in html
-    assert "<code>bounced</code>" in html and "Hard bounce" in html
-    assert "Replied STOP" in html
-    assert html.count("<polyline") == 5
-    everyone = staff.get("/admin/reviews/reviewrequest/dashboard/").context["data"]
-    assert everyone.series[0].total == 3
-    assert len(everyone.series[0].counts) == 30
-
-
-def test_dashboard_needs_staff(client, business):
-    response = client.get("/admin/reviews/reviewrequest/dashboard/")
-    assert response.status_code == 302 and "/admin/login/" in response["Location"]

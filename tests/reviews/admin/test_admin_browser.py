@@ -1,16 +1,13 @@
-"""The staff back office in a real browser: CSV import report, dashboard chart, live preview."""
+"""The staff back office in a real browser: CSV import report, live preview (the dashboard's
+chart: tests/activity/test_admin_browser.py)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from reviews.models import BusinessSettings, Contact
 from tests.factories import DEFAULT_PASSWORD, UserFactory
 from tests.support.browser import collect_errors, screenshot
-from tests.support.portal_data import seed_business
 
 pytestmark = pytest.mark.browser
 
@@ -75,34 +72,6 @@ def test_staff_import_a_csv_and_see_the_per_row_report(page, staff_user, busines
     assert Contact.objects.get(first_name="Aiko").phone == "+14155550103"
     assert errors == []
     screenshot(page, "admin-import-report")
-
-
-def test_staff_dashboard_renders_its_chart(page, staff_user, business):
-    errors = collect_errors(page)
-    now = timezone.now()
-    seed_business(business, now=now)
-    second = UserFactory(email="owner@bright-dental.example", business_name="Bright Dental")
-    BusinessSettings.objects.create(owner=second)
-    seed_business(second, now=now - timedelta(days=14))
-
-    admin_log_in(page, staff_user, "/admin/")
-    page.get_by_role("link", name="Dashboard: requests per day").click()
-    chart = page.get_by_test_id("dashboard-chart")
-    chart.wait_for()
-    assert chart.locator("polyline").count() == 5
-    assert chart.locator("circle").count() == 5 * 30
-    box = chart.bounding_box()
-    assert box["width"] > 600 and box["height"] > 150  # drawn, not collapsed
-    assert "click-through" in page.get_by_test_id("ctr").inner_text()
-    assert "21614" in page.get_by_test_id("failure-reasons").inner_text()
-    assert "Replied STOP" in page.get_by_test_id("opt-outs").inner_text()
-    screenshot(page, "admin-dashboard")
-
-    page.get_by_label("Business").select_option(label=str(second))
-    page.get_by_role("button", name="Show").click()
-    page.get_by_role("heading", name=f"Per day: {second}").wait_for()
-    assert "owner=" in page.url
-    assert errors == []
 
 
 def test_template_preview_in_admin_updates_as_staff_type(page, staff_user, business):

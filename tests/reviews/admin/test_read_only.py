@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reviews.services import contact_add
+from tests.support.contacts import contact_input
 
 pytestmark = pytest.mark.django_db
 
@@ -13,7 +14,10 @@ pytestmark = pytest.mark.django_db
 def added(owner):
     return contact_add(
         owner=owner,
-        data={"first_name": "Jane", "email": "jane@example.com", "metadata": {"order": "1001"}},
+        data=contact_input(
+            owner,
+            {"first_name": "Jane", "email": "jane@example.com", "metadata": {"order": "1001"}},
+        ),
     )
 
 

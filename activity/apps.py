@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ActivityConfig(AppConfig):
+    name = "activity"
+    verbose_name = "Activity"

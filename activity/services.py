@@ -1,0 +1,154 @@
+"""Keeping the dashboards' rollup (``ActivityRollup``) current, and rebuilding it.
+
+The rollup counts events per owner and UTC hour by each event's own timestamp
+(``activity.selectors.activity_hourly``, the live reads' definitions), so an hour's counts are
+final once its events are written. ``activity_rollup_refresh`` (beat, every few minutes)
+recomputes the hours from ``REOPEN_HOURS`` before the last closed one up to the start of the
+current hour, idempotently (delete the window's rows, insert them again from the base tables),
+and moves ``closed_until`` there; readers take the rollup's hours before ``closed_until`` and
+the base tables after it, so no event is counted twice or missed at the boundary. Re-reading
+the last ``REOPEN_HOURS`` picks up events written late with an earlier timestamp (a message
+whose unknown outcome resolved as sent when it was attempted, a provider's receipt time).
+Each also sums the UTC days its hours touch into ``ActivityDailyRollup`` (the totals of long
+periods). ``activity_rollup_rebuild`` recomputes everything (after a restore, and the first
+backfill). Each holds the state row's lock, so two never interleave.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Min, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from core.times import utc_day_start, utc_hour_start
+from reviews.models import Message, OptOutEvent, ReviewRequest
+
+from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from .selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
+
+REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)
+REBUILD_CHUNK = timedelta(days=31)  # hours recomputed per grouped pass of a rebuild
+INSERT_BATCH = 5000
+
+
+@dataclass(frozen=True)
+class RollupRefresh:
+    start: datetime  # the hours recomputed: [start, end)
+    end: datetime
+    rows: int  # rollup rows written
+
+
+def _locked_state(now: datetime) -> tuple[ActivityRollupState, bool]:
+    """The state row, locked; when missing, created holding the ``REOPEN_HOURS`` before the
+    current hour (to be filled by the caller)."""
+    end = utc_hour_start(now)
+    return ActivityRollupState.objects.select_for_update().get_or_create(
+        key=ROLLUP_KEY,
+        defaults={
+            "covered_from": end - timedelta(hours=REOPEN_HOURS),
+            "closed_until": end,
+            "refreshed_at": now,
+        },
+    )
+
+
+def _recompute(start: datetime, end: datetime) -> int:
+    """Replace the rollup's rows of ``[start, end)`` by counts from the base tables."""
+    ActivityRollup.objects.filter(hour__gte=start, hour__lt=end).delete()
+    written = 0
+    batch: list[ActivityRollup] = []
+    for row in activity_hourly(start=start, end=end):
+        batch.append(row)
+        if len(batch) >= INSERT_BATCH:
+            written += len(ActivityRollup.objects.bulk_create(batch))
+            batch = []
+    written += len(ActivityRollup.objects.bulk_create(batch))
+    return written
+
+
+def _recompute_days(start: datetime, end: datetime) -> None:
+    """Replace the daily rows of the UTC days that ``[start, end)`` touches by the sums of their
+    hourly rows (whole days: a day's hours before ``start`` are summed again too)."""
+    first = utc_day_start(start)
+    until = utc_day_start(end - timedelta(hours=1)) + timedelta(days=1)
+    ActivityDailyRollup.objects.filter(day__gte=first.date(), day__lt=until.date()).delete()
+    sums = (
+        ActivityRollup.objects.filter(hour__gte=first, hour__lt=until)
+        .annotate(day=TruncDate("hour", tzinfo=UTC))
+        .values("owner_id", "day", "metric", "channel", "detail")
+        .annotate(n=Sum("count"))
+        .values_list("owner_id", "day", "metric", "channel", "detail", "n")
+        .order_by()
+    )
+    ActivityDailyRollup.objects.bulk_create(
+        (
+            ActivityDailyRollup(
+                owner_id=owner_id, day=day, metric=metric, channel=channel, detail=detail, count=n
+            )
+            for owner_id, day, metric, channel, detail, n in sums.iterator()
+        ),
+        batch_size=INSERT_BATCH,
+    )
+
+
+def _first_events() -> list[datetime | None]:
+    """The earliest timestamp of each kind of event counted (each the first entry of an
+    index leading with it)."""
+    stamps = [*DAILY_SERIES.values()]
+    return [
+        *ReviewRequest.objects.aggregate(*(Min(stamp) for stamp in stamps)).values(),
+        Message.objects.aggregate(first=Min("failed_at"))["first"],
+        OptOutEvent.objects.aggregate(first=Min("created_at"))["first"],
+    ]
+
+
+def activity_rollup_refresh(*, now: datetime | None = None) -> RollupRefresh:
+    """Roll up the hours closed since the last refresh, and re-read the ``REOPEN_HOURS``
+    before them. The first refresh of an empty rollup covers only those hours (the readers use
+    the base tables for periods that start earlier, until the rollup covers them);
+    ``activity_rollup_rebuild`` backfills."""
+    now = now or timezone.now()
+    end = utc_hour_start(now)
+    with transaction.atomic():
+        state, _ = _locked_state(now)
+        start = min(state.closed_until, end) - timedelta(hours=REOPEN_HOURS)
+        if state.covered_from is not None:
+            start = max(start, state.covered_from)
+        rows = 0
+        if start < end:
+            rows = _recompute(start, end)
+            _recompute_days(start, end)
+        state.closed_until = max(state.closed_until, end)
+        state.refreshed_at = now
+        state.save()
+    return RollupRefresh(start=start, end=end, rows=rows)
+
+
+def activity_rollup_rebuild(*, now: datetime | None = None) -> RollupRefresh:
+    """Recompute every hour from the first event to the start of the current one from the base
+    tables (one grouped pass per ``REBUILD_CHUNK``), in one transaction: readers see the old
+    rollup until it commits."""
+    now = now or timezone.now()
+    end = utc_hour_start(now)
+    with transaction.atomic():
+        state, _ = _locked_state(now)
+        found = [moment for moment in _first_events() if moment is not None]
+        start = utc_hour_start(min(found)) if found else end
+        ActivityRollup.objects.all().delete()
+        ActivityDailyRollup.objects.all().delete()
+        rows, chunk_start = 0, start
+        while chunk_start < end:
+            chunk_end = min(chunk_start + REBUILD_CHUNK, end)
+            rows += _recompute(chunk_start, chunk_end)
+            # The chunk's days, the first one again (its earlier hours are in the last chunk).
+            _recompute_days(chunk_start, chunk_end)
+            chunk_start = chunk_end
+        state.covered_from = None
+        state.closed_until = end
+        state.refreshed_at = now
+        state.save()
+    return RollupRefresh(start=start, end=end, rows=rows)
