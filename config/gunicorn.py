@@ -24,7 +24,7 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 def post_worker_init(worker):
     """Move everything loaded so far (Django, the URLconf, DRF, the models) out of the garbage
     collector's reach: a full collection then scans only what requests created since, instead
-    of pausing a worker for ~100 ms every few thousand requests (a p99 spike under load,
-    docs/benchmarks.md)."""
+    of pausing a worker every few thousand requests (a p99 spike under load; docs/benchmarks.md,
+    Optimisations kept)."""
     gc.collect()
     gc.freeze()

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from accounts.models import User
-from core.db import execute_prepared
+from core.db import columns, execute_prepared, sql_text, table
 
 # The columns a claim inserts (``IdempotencyKeyManager.claim``).
 _CLAIM_FIELDS = (
@@ -23,6 +25,42 @@ _CLAIM_FIELDS = (
     "locked_at",
 )
 
+# {columns}: those of _CLAIM_FIELDS, {values} a %s for each. ("key" quoted: an SQLite keyword.)
+_KEY_CLAIM = """
+INSERT INTO {idempotency_key} ({columns})
+VALUES ({values})
+ON CONFLICT (owner_id, "key") DO NOTHING
+RETURNING id
+"""
+
+_KEY_COMPLETE = """
+UPDATE {idempotency_key}
+SET state = %s, response_status = %s, response_body = %s, completed_at = %s
+WHERE id = %s AND state = %s AND locked_at = %s
+"""
+
+
+@functools.cache
+def _claim_fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:
+    concrete = {field.name: field for field in model._meta.concrete_fields}
+    return [concrete[name] for name in _CLAIM_FIELDS]
+
+
+@functools.cache
+def _key_claim_sql(model: type[models.Model]) -> str:
+    claimed = _claim_fields(model)
+    return sql_text(
+        _KEY_CLAIM,
+        idempotency_key=table(model),
+        columns=columns(claimed),
+        values=", ".join(["%s"] * len(claimed)),
+    )
+
+
+@functools.cache
+def _key_complete_sql(model: type[models.Model]) -> str:
+    return sql_text(_KEY_COMPLETE, idempotency_key=table(model))
+
 
 class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
     def claim(
@@ -31,16 +69,54 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
         """Insert the claim (``in_progress``) for (owner, key); ``None`` when that key exists.
 
         One statement, ``INSERT ... ON CONFLICT (owner_id, key) DO NOTHING RETURNING id``
-        (PostgreSQL and SQLite alike), committed by itself outside a transaction so a
+        (PostgreSQL and SQLite alike), prepared once per database session
+        (``core.db.execute_prepared``) and committed by itself outside a transaction so a
         concurrent request with the same key sees it at once; inside a caller's transaction
         (a test's) it is a plain statement of that transaction.
 
-        Replaces ``transaction.atomic()`` around ``create()`` catching ``IntegrityError``:
-        ``BEGIN``, the insert and ``COMMIT`` (or ``ROLLBACK``), three round trips on every API
-        write with a key. Relies on the unique (owner, key) constraint, which is what makes a
-        concurrent claim of the same key lose.
+        Replaces ``claim_orm``, ``transaction.atomic()`` around ``create()`` catching
+        ``IntegrityError``: ``BEGIN``, the insert and ``COMMIT`` (or ``ROLLBACK``), three round
+        trips on every API write with a key (docs/benchmarks.md, Optimisations kept). Relies on
+        the unique (owner, key) constraint, which is what makes a concurrent claim of the same
+        key lose.
         """
-        row = self.model(
+        row = self._claim_row(
+            owner=owner, key=key, endpoint=endpoint, fingerprint=fingerprint, now=now
+        )
+        params = [
+            field.get_db_prep_save(getattr(row, field.attname), connection)
+            for field in _claim_fields(self.model)
+        ]
+        with connection.cursor() as cursor:
+            execute_prepared(
+                cursor, _key_claim_sql(self.model), params, name="connector_api_key_claim"
+            )
+            inserted = cursor.fetchone()
+        if inserted is None:
+            return None
+        row.pk = inserted[0]
+        row._state.adding = False
+        return row
+
+    def claim_orm(
+        self, *, owner: User, key: str, endpoint: str, fingerprint: str, now: datetime
+    ) -> IdempotencyKey | None:
+        """``claim`` through the ORM: the code it replaced, kept beside it as its twin (not used;
+        tests/connector_api/test_idempotency.py runs both on the same rows)."""
+        row = self._claim_row(
+            owner=owner, key=key, endpoint=endpoint, fingerprint=fingerprint, now=now
+        )
+        try:
+            with transaction.atomic():
+                row.save(force_insert=True)
+        except IntegrityError:
+            return None
+        return row
+
+    def _claim_row(
+        self, *, owner: User, key: str, endpoint: str, fingerprint: str, now: datetime
+    ) -> IdempotencyKey:
+        return self.model(
             owner=owner,
             key=key,
             endpoint=endpoint,
@@ -49,48 +125,19 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
             created_at=now,
             locked_at=now,
         )
-        concrete = {field.name: field for field in self.model._meta.concrete_fields}
-        fields = [concrete[name] for name in _CLAIM_FIELDS]
-        qn = connection.ops.quote_name
-        # Every concrete field has a column (``column`` is None only on fields without one).
-        columns = [qn(field.column) for field in fields if field.column is not None]
-        sql = (
-            f"INSERT INTO {qn(self.model._meta.db_table)} "
-            f"({', '.join(columns)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))}) "
-            f"ON CONFLICT ({qn('owner_id')}, {qn('key')}) DO NOTHING RETURNING {qn('id')}"
-        )
-        params = [
-            field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields
-        ]
-        with connection.cursor() as cursor:
-            execute_prepared(cursor, sql, params, name="connector_api_key_claim")
-            inserted = cursor.fetchone()
-        if inserted is None:
-            return None
-        row.pk = inserted[0]
-        row._state.adding = False
-        return row
 
     def complete(self, *, row: IdempotencyKey, status: int, body: str, now: datetime) -> None:
         """Store the response of the claim ``row`` (``done``); nothing if the claim was taken
         over meanwhile (its ``locked_at`` moved on: the new holder stores its own).
 
         One prepared statement (``core.db.execute_prepared``), in the transaction of the work,
-        so the response commits with it. Replaces ``filter(pk=..., state=IN_PROGRESS,
-        locked_at=...).update(...)``, which the ORM compiled and PostgreSQL planned on every
-        API write with a key (planning 0.09 of its 0.14 ms): L4 x1.06 fresh, x1.12 with 30 %
-        duplicates, side by side (docs/benchmarks.md). Relies on the same guard as that
-        update: the row's state and ``locked_at`` as the claim left them.
+        so the response commits with it. Replaces ``complete_orm``, ``filter(pk=...,
+        state=IN_PROGRESS, locked_at=...).update(...)``, which the ORM compiled and PostgreSQL
+        planned on every API write with a key (docs/benchmarks.md, Optimisations kept). Relies
+        on the same guard as that update: the row's state and ``locked_at`` as the claim left
+        them.
         """
-        meta = self.model._meta
-        qn = connection.ops.quote_name
-        sql = (
-            f"UPDATE {qn(meta.db_table)} SET {qn('state')} = %s, {qn('response_status')} = %s,"
-            f" {qn('response_body')} = %s, {qn('completed_at')} = %s"
-            f" WHERE {qn('id')} = %s AND {qn('state')} = %s AND {qn('locked_at')} = %s"
-        )
-        stamp = meta.get_field("locked_at")  # completed_at's type too
+        stamp = self.model._meta.get_field("locked_at")  # completed_at's type too
         params = [
             self.model.State.DONE,
             status,
@@ -101,7 +148,19 @@ class IdempotencyKeyManager(models.Manager["IdempotencyKey"]):
             stamp.get_db_prep_value(row.locked_at, connection),
         ]
         with connection.cursor() as cursor:
-            execute_prepared(cursor, sql, params, name="connector_api_key_complete")
+            execute_prepared(
+                cursor, _key_complete_sql(self.model), params, name="connector_api_key_complete"
+            )
+
+    def complete_orm(self, *, row: IdempotencyKey, status: int, body: str, now: datetime) -> None:
+        """``complete`` through the ORM: the code it replaced, kept beside it as its twin (not
+        used; tests/connector_api/test_idempotency.py runs both on the same rows)."""
+        self.filter(pk=row.pk, state=self.model.State.IN_PROGRESS, locked_at=row.locked_at).update(
+            state=self.model.State.DONE,
+            response_status=status,
+            response_body=body,
+            completed_at=now,
+        )
 
 
 class IdempotencyKey(models.Model):

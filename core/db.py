@@ -1,17 +1,23 @@
-"""Database helpers shared by every app: bounded housekeeping deletes, and the prepared
-statements of the hand-written SQL on a hot path."""
+"""Database helpers shared by every app: bounded housekeeping deletes, and for the hand-written
+("fenced") SQL on a hot path: its text, the generated parts of that text (tables, column
+lists), the models of a result row, and its statements prepared once per database session.
+
+A fenced statement is a literal, read top to bottom, with ``%s`` for each parameter and
+``{name}`` for each part generated from the models (a quoted table, a column list); ``sql_text``
+fills those in, once per process (the caller caches it). Its ORM twin sits beside it, and a
+test runs both on the same rows."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Model, QuerySet
+from django.db.models import Field, JSONField, Model, QuerySet
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -21,6 +27,8 @@ if TYPE_CHECKING:
 # session (a prepared statement lives as long as its session; ``connection_created`` starts
 # a new one).
 _prepared: weakref.WeakKeyDictionary[BaseDatabaseWrapper, set[str]] = weakref.WeakKeyDictionary()
+
+M = TypeVar("M", bound=Model)
 
 
 def delete_in_batches(
@@ -56,6 +64,105 @@ def delete_in_batches(
             return total, per_model
 
 
+def sql_text(template: str, /, **parts: str) -> str:
+    """A fenced statement's text: ``template``, a literal with ``%s`` for each parameter and
+    ``{name}`` for each generated part, with ``parts`` filled in and its surrounding blank lines
+    dropped. Call it once per process (``functools.cache`` on the function that builds it): the
+    hot path then pays nothing for formatting.
+
+    The text may hold no other ``%``: ``prepared_sql`` numbers the placeholders with ``%``."""
+    text = template.format(**parts).strip()
+    if "%" in text.replace("%s", ""):
+        raise ValueError(f"a fenced statement holds a % other than its placeholders: {text}")
+    return text
+
+
+def table(model: type[Model]) -> str:
+    """The model's table, quoted: a statement's ``{table}`` part."""
+    return connections[DEFAULT_DB_ALIAS].ops.quote_name(model._meta.db_table)
+
+
+def column(field: Field[Any, Any]) -> str:
+    """A concrete field's column (``Field.column`` is typed optional for the others)."""
+    assert field.column is not None
+    return field.column
+
+
+def fields(model: type[Model], *, json: bool = True) -> tuple[Field[Any, Any], ...]:
+    """The model's concrete fields in their declared order (the order of ``SELECT *`` and of
+    ``Model.from_db``), without the JSON ones when ``json`` is false: a JSON column is the one
+    type here that psycopg does not return as the model holds it (the ORM decodes it in the
+    field's ``from_db_value``, which a raw row skips), so a statement leaves it to load on
+    access (``Model.from_db`` defers it)."""
+    concrete: Iterable[Field[Any, Any]] = model._meta.concrete_fields
+    return tuple(f for f in concrete if json or not isinstance(f, JSONField))
+
+
+def columns(
+    of: Iterable[Field[Any, Any]], alias: str = "", *, prefix: str = "", as_prefix: str = ""
+) -> str:
+    """A statement's column list for the fields ``of``, comma-separated: each column quoted,
+    read from ``alias`` (``alias."<prefix><column>"``) and, with ``as_prefix``, renamed
+    (``AS "<as_prefix><column>"``, for a CTE joining two tables whose columns share names)."""
+    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    source = f"{alias}." if alias else ""
+    return ", ".join(
+        f"{source}{qn(prefix + column(f))}"
+        + (f" AS {qn(as_prefix + column(f))}" if as_prefix else "")
+        for f in of
+    )
+
+
+def assignments(of: Iterable[Field[Any, Any]]) -> str:
+    """An ``UPDATE``'s ``SET`` list for the fields ``of``: ``"<column>" = %s`` each, in order."""
+    qn = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return ", ".join(f"{qn(column(f))} = %s" for f in of)
+
+
+class ModelsRow:
+    """The result row of a fenced statement that selects several models side by side: each
+    model's ``fields`` (every concrete one; not the JSON ones with ``json=False``), in the order
+    the models are given. Its ``columns`` fill the statement's select list; ``load`` builds one
+    model's instance from its part of a row, as the ORM would (``Model.from_db``), instead of
+    slicing the row by position at each call site."""
+
+    def __init__(self, *models: type[Model], json: bool = True) -> None:
+        if len(set(models)) != len(models):
+            raise ValueError("a model appears once in a row")
+        self.models = models
+        self.json = json
+
+    @functools.cached_property
+    def _parts(self) -> dict[type[Model], tuple[tuple[Field[Any, Any], ...], slice, list[str]]]:
+        """Per model: its fields, their place in the row, their attribute names. Built on first
+        use, once the models are loaded, and kept."""
+        parts = {}
+        start = 0
+        for model in self.models:
+            selected = fields(model, json=self.json)
+            end = start + len(selected)
+            parts[model] = (selected, slice(start, end), [f.attname for f in selected])
+            start = end
+        return parts
+
+    def fields(self, model: type[Model]) -> tuple[Field[Any, Any], ...]:
+        return self._parts[model][0]
+
+    def columns(
+        self, model: type[Model], alias: str = "", *, prefix: str = "", as_prefix: str = ""
+    ) -> str:
+        """``model``'s part of the select list (``columns``): give the models' parts in the
+        row's order."""
+        return columns(self.fields(model), alias, prefix=prefix, as_prefix=as_prefix)
+
+    def load(self, model: type[M], row: Sequence[Any], *, using: str = DEFAULT_DB_ALIAS) -> M:
+        """The ``model`` instance of ``row``, loaded from ``using`` (the fields left out
+        deferred). The values go in as the driver returned them, without the fields'
+        ``from_db_value``: what psycopg returns for every field type but JSON."""
+        _, place, names = self._parts[model]
+        return model.from_db(using, names, row[place])
+
+
 def execute_prepared(
     cursor: CursorWrapper,
     sql: str,
@@ -78,11 +185,9 @@ def prepared_sql(
     instead of on every call. For ``cursor.execute`` or ``Model.objects.raw``.
 
     For the few hand-written statements on a hot path, whose planning costs as much as their
-    execution or more (``pg_stat_statements``): the send path's claim and outcome (0.5-0.6 of
-    0.7-1.0 ms alone, 2.5 of 3.6 ms under load: dispatcher drain x1.26 and x1.25 in two runs,
-    PostgreSQL CPU per sent SMS 3.7-5.3 → 1.9-2.5 ms), and the API write's key claim and stored
-    response, dedup lock, contact match and insert (planning 0.47 of their 1.2 ms per request;
-    docs/benchmarks.md).
+    execution or more (``pg_stat_statements``): the send path's claim and outcome, and the API
+    write's key claim and stored response, dedup lock, contact match and insert (what planning
+    cost them and what preparing gained: docs/benchmarks.md, Optimisations kept).
 
     The name carries a hash of the text, so a changed statement never meets an older one of
     the same name; a parameter whose type the statement leaves open needs a cast (``CAST(%s

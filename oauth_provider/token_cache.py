@@ -1,7 +1,7 @@
 """A cache of bearer-token lookups that a revocation invalidates before its response is sent.
 
 django-oauth-toolkit reads the access token and its owner from the database on every API request
-(one query; the write endpoint runs 1.15-1.59 times faster with this cache: docs/benchmarks.md).
+(one query; what this cache gains: docs/benchmarks.md, Optimisations kept).
 This module keeps what authentication needs in the cache (Redis in production), keyed by the
 token's SHA-256 digest: the token row (id, owner, client, scope, expiry, creation) and the
 owner's row without its password hash. Nothing secret is stored: the digest is the key, and the

@@ -2,10 +2,10 @@
 
 The twilio library sends every API call through an ``HttpClient``. Its default,
 ``TwilioHttpClient``, builds a requests ``Request`` per call, prepares it (hooks, cookies, auth
-object, the URL parsed again, the environment merged), sends it through an adapter and reads
-the reply into requests' models: ~0.9 ms of CPU per call on this machine, most of what a send
-spends in the SDK, and the dispatcher is CPU-bound (docs/benchmarks.md). This client hands the
-same request to urllib3, which requests uses underneath anyway: the same URL and query, form
+object, the URL parsed again, the environment merged), sends it through an adapter and reads the
+reply into requests' models: most of the CPU a send spends in the SDK, and the dispatcher is
+CPU-bound (what this client saves: docs/benchmarks.md, Optimisations kept). This client hands
+the same request to urllib3, which requests uses underneath anyway: the same URL and query, form
 (or JSON) body, headers and basic auth; redirects not followed (the SDK never asks for them);
 the environment's proxy and CA bundle read once, as requests would have read them.
 

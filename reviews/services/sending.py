@@ -74,9 +74,9 @@ T = TypeVar("T")
 @dataclass
 class SendBatch:
     """What one ``messages_send`` call reads once for all its rows: each owner, their settings
-    (a cache round trip and a model built from it per read, ~10 % of a worker's CPU in a
-    drain), the event types they subscribe to (two queries fewer per sent message) and their
-    wording of each step.
+    (a cache round trip and a model built from it per read), the event types they subscribe
+    to (two queries fewer per sent message) and their wording of each step (what reading them
+    once saves: docs/benchmarks.md, Optimisations kept).
     A batch lasts well under a minute; a change saved meanwhile applies from the next batch
     on, as if the batch's later rows had gone out a moment earlier."""
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from connector_api import tasks
@@ -246,3 +246,89 @@ def test_purge_task_runs_hourly_from_beat(api):
     IdempotencyKey.objects.update(created_at=timezone.now() - timedelta(days=4))
     assert tasks.purge_idempotency_keys() == 1
     assert not IdempotencyKey.objects.exists()
+
+
+# --- The claim and the stored response, each against its ORM twin -------------------------------
+#
+# On either database (the statements run on both): the statement, then its ORM twin, on the same
+# rows, each in a savepoint rolled back after, must return the same row and leave the same rows.
+
+
+def _key_fields(row: IdempotencyKey | None) -> dict | None:
+    if row is None:
+        return None
+    return {f.attname: getattr(row, f.attname) for f in IdempotencyKey._meta.concrete_fields}
+
+
+def _undone(run) -> tuple:
+    """What ``run()`` returned and the keys after it, but their ids (a sequence is not rolled
+    back, so the two runs' new rows get different ones); then undone."""
+    with transaction.atomic():
+        returned = _key_fields(run())
+        rows = [_key_fields(row) for row in IdempotencyKey.objects.order_by("owner_id", "key")]
+        if returned is not None:  # the row returned is the row stored, id included
+            assert returned in rows
+        transaction.set_rollback(True)
+    return [{**row, "id": None} for row in [returned, *rows] if row is not None], returned is None
+
+
+def _same_keys(statement, twin) -> tuple:
+    by_statement, by_twin = _undone(statement), _undone(twin)
+    assert by_statement == by_twin
+    return by_statement
+
+
+@pytest.mark.parametrize(
+    ("case", "claimed"),
+    [("a new key", True), ("the key exists", False), ("another owner's key", True)],
+)
+def test_claim_and_its_twin_claim_the_same_keys(owner, other_owner, case, claimed):
+    now = timezone.now()
+    IdempotencyKey.objects.create(
+        owner=other_owner if case == "another owner's key" else owner,
+        key="order-1001" if case != "a new key" else "order-1000",
+        endpoint="send-review-request",
+        fingerprint="f" * 64,
+        locked_at=now - timedelta(minutes=1),
+    )
+    keys = {
+        "owner": owner,
+        "key": "order-1001",
+        "endpoint": "send-review-request",
+        "fingerprint": "a" * 64,
+        "now": now,
+    }
+    rows, nothing_claimed = _same_keys(
+        lambda: IdempotencyKey.objects.claim(**keys),
+        lambda: IdempotencyKey.objects.claim_orm(**keys),
+    )
+    assert nothing_claimed != claimed
+    assert len(rows) == 1 + claimed * 2  # the row returned, and the rows stored
+
+
+@pytest.mark.parametrize(
+    ("case", "stored"),
+    [("the claim held", True), ("taken over", False), ("already done", False)],
+)
+def test_complete_and_its_twin_store_the_same_response(owner, case, stored):
+    now = timezone.now()
+    claim = IdempotencyKey.objects.create(
+        owner=owner,
+        key="order-1001",
+        endpoint="send-review-request",
+        fingerprint="f" * 64,
+        created_at=now,
+        locked_at=now,
+    )
+    if case == "taken over":
+        IdempotencyKey.objects.filter(pk=claim.pk).update(locked_at=now + STALE_AFTER)
+    if case == "already done":
+        IdempotencyKey.objects.filter(pk=claim.pk).update(state=IdempotencyKey.State.DONE)
+    before = [_key_fields(row) for row in IdempotencyKey.objects.all()]
+    response = {"row": claim, "status": 201, "body": '{"id": "x"}', "now": now}
+
+    rows, _ = _same_keys(
+        lambda: IdempotencyKey.objects.complete(**response),
+        lambda: IdempotencyKey.objects.complete_orm(**response),
+    )
+    assert (rows != [{**row, "id": None} for row in before]) == stored
