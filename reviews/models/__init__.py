@@ -7,7 +7,7 @@
   engine drives), ``Click`` and ``Feedback``.
 
 Row rules and state transitions live on the models; workflows that touch several rows live in
-``reviews/services/``. The data model is described in ``docs/architecture.md``.
+``reviews/services/``. The data model is described in ``docs/architecture/data-model.md``.
 """
 
 from .business import (
