@@ -152,13 +152,38 @@ def api(owner):
     return client
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _patient_rate_limit_store():
+    """The rate limiter's Redis calls wait up to 2 s in the suite's own process, not 0.1 s.
+
+    Past its timeout the limiter takes Redis for dead and serves requests unlimited; a test that
+    expects a 429 then gets a 200. 0.1 s is generous for a healthy Redis on a quiet server, but
+    the suite runs in parallel workers on a busy machine, where a process can wait longer than
+    that for a core. A dead Redis is still dead at once: the tests that need one use a port
+    nobody listens on or a killed server (connection refused). Processes that tests start keep
+    the service's 0.1 s."""
+    from core import ratelimit_store
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(ratelimit_store, "REDIS_TIMEOUT_SECONDS", 2.0)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _own_rate_limit_buckets(settings):
     """Each test counts rate limits under its own key prefix: Redis counters outlive a test (and a
-    run), and one test's requests must not use up another's limit."""
+    run), and one test's requests must not use up another's limit. Nor may one test's Redis
+    failure: the process-wide limiter skips Redis for 5 s after one, so the circuit starts
+    closed in every test."""
     import uuid
 
+    from core import ratelimit_store
+
     settings.RATE_LIMIT_KEY_PREFIX = f"rr:rl:test:{uuid.uuid4().hex[:12]}"
+    limiter = ratelimit_store._limiter
+    if limiter is not None and isinstance(limiter.store, ratelimit_store.RedisStore):
+        limiter.store._open_until = 0.0
 
 
 @pytest.fixture
