@@ -14,6 +14,7 @@ from tests.factories import ReviewSiteFactory, UserFactory
 
 # Page tests' fixtures (a real Chromium; test_*_browser.py beside each app's tests).
 from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
+from tests.support.db_template import use_template
 from tests.support.flush import flush_by_delete
 
 
@@ -34,6 +35,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_pg)
         if "redis" in item.keywords and not django_settings.REDIS_URL:
             item.add_marker(skip_redis)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings, request):
+    """pytest-django's test database settings (a worker's ``_gwN`` name); in a parallel run on
+    PostgreSQL, a copy of the run's migrated template (tests/support/db_template.py)."""
+    use_template(request.config)
 
 
 @pytest.fixture(scope="session")
