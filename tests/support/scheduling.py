@@ -1,19 +1,19 @@
-"""How the parallel run (``make test``: pytest-xdist ``--dist loadgroup``) hands tests out.
+"""The order in which a parallel run (``make test``: pytest-xdist) hands tests out.
 
-Loaded as a plugin (``-p tests.support.scheduling`` in pyproject's pytest options). Two rules,
-applied in each worker's collection (every worker must collect the same order):
+``make test`` runs ``--dist loadfile --no-loadscope-reorder``: a test module is one unit of work,
+run whole by one worker in its own order, as in a serial run (a module's module-scoped set-ups,
+Chromium and the scale tests' rows, happen once; tests that lean on what an earlier test of
+their module did keep working), and the units go out in collection order to whichever worker
+is free.
 
-* **A module's tests that share a module- or class-scoped fixture stay on one worker**
-  (``xdist_group`` named after the module): Chromium (one per browser test module) and the
-  scale tests' rows are set up once, as in a serial run, not once per worker that got one of
-  the module's tests.
-* **The long tests go first.** Workers take the next test when they are free; a 15 s test
-  taken last leaves the other workers idle while it runs. Tests that start the service's
-  processes (``processes``) and the modules in ``LONG_MODULES`` (a pytest of their own, large
-  query-plan data) run first. The list is a hint only: a long test missing from it runs in its
-  place and costs a longer end of the run, nothing else.
+This plugin puts the long tests first in that order, so that no worker is still running a long
+module after the others have finished: the tests that start the service's processes
+(``processes``) and the modules in ``LONG_MODULES``. The list is a hint only: a long test
+missing from it runs in its place and costs a longer end of the run, nothing else.
 
-Without xdist (``-n 0``, ``-p no:xdist``) the order and the marks are left alone.
+Loaded as a plugin (``-p tests.support.scheduling`` in pyproject's pytest options); applied in
+each worker's collection (every worker must collect the same order). Without xdist (``-n 0``,
+``-p no:xdist``) the order is left alone.
 """
 
 from __future__ import annotations
@@ -26,35 +26,26 @@ LONG_MODULES = frozenset(
         "test_test_database.py",  # a whole pytest run of its own (~14 s)
         "test_activity_rollup.py",  # days of events for the query plans (~15 s)
         "test_dashboard.py",  # the same for the dashboard's series (~6 s)
+        "test_dashboard_scale.py",  # 33,000 requests loaded for the module (~4 s)
+        "test_changelists_scale.py",  # the same for the back office's lists
+        "test_filters_scale.py",  # and its filters
     }
 )
 
 
-def _shares_a_module_fixture(item: pytest.Item) -> bool:
-    fixtures = getattr(item, "_fixtureinfo", None)
-    if fixtures is None:
-        return False
-    return any(
-        definition.scope in ("module", "class")
-        for definitions in fixtures.name2fixturedefs.values()
-        for definition in definitions
-    )
-
-
-def _long(item: pytest.Item) -> bool:
-    return item.get_closest_marker("processes") is not None or item.path.name in LONG_MODULES
+def _order(item: pytest.Item) -> int:
+    """0: starts the service's processes (the fault tests' module alone is over a minute);
+    1: long all the same; 2: the rest."""
+    if item.get_closest_marker("processes") is not None:
+        return 0
+    return 1 if item.path.name in LONG_MODULES else 2
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
-    """Around every other plugin's hook: the groups before pytest-xdist's reads them, the order
-    after pytest-django's (non-transactional database tests first) is made."""
-    worker = hasattr(config, "workerinput")  # a pytest-xdist worker
-    if worker:
-        for item in items:
-            if _shares_a_module_fixture(item):
-                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    """After every other plugin's hook (pytest-django's puts non-transactional database tests
+    first), the long tests to the front."""
     result = yield
-    if worker:
-        items.sort(key=lambda item: not _long(item))  # stable: the rest keep their order
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        items.sort(key=_order)  # stable: within each kind the order stays
     return result
