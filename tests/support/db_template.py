@@ -68,6 +68,7 @@ class _Builder:
         self.building = name + _BUILDING
         self.url = url
         self.process: subprocess.Popen | None = None
+        self.stopping = False  # the run ended first (a short run): nothing to report
         self.output = tempfile.TemporaryFile()  # noqa: SIM115 - the migration's, closed in stop()
         self.thread = threading.Thread(target=self._finish, daemon=True)
 
@@ -90,18 +91,24 @@ class _Builder:
     def _finish(self) -> None:
         assert self.process is not None
         returncode = self.process.wait()
+        if self.stopping:
+            return  # stop() kills the migration and drops what it left
         with _admin_connection() as admin:
             if returncode == 0:
                 admin.execute(f'ALTER DATABASE "{self.building}" RENAME TO "{self.name}"')
                 return
             admin.execute(f'DROP DATABASE IF EXISTS "{self.building}" WITH (FORCE)')
         self.output.seek(0)
-        sys.__stderr__.write(
-            "tests/support/db_template.py: the template's migration failed; each worker"
-            f" migrates its own database:\n{self.output.read().decode(errors='replace')[-3000:]}\n"
-        )
+        stream = sys.__stderr__  # not pytest's capture: this thread outlives any one test
+        if stream is not None:
+            stream.write(
+                "tests/support/db_template.py: the template's migration failed; each worker"
+                " migrates its own database:\n"
+                f"{self.output.read().decode(errors='replace')[-3000:]}\n"
+            )
 
     def stop(self) -> None:
+        self.stopping = True
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
         self.thread.join(30)

@@ -66,8 +66,8 @@ def flush_by_delete() -> Iterator[bool]:
             for table in tables
         ]
 
-    DatabaseOperations.sql_flush = sql_flush
+    DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign]  # for the session
     try:
         yield True
     finally:
-        DatabaseOperations.sql_flush = truncate
+        DatabaseOperations.sql_flush = truncate  # type: ignore[method-assign]  # Django's again
