@@ -81,8 +81,15 @@ deploy-check: $(VENV)/.installed-dev
 	SECRET_KEY="$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
 	$(BIN)/python manage.py check --deploy --fail-level WARNING
 
+# In parallel (pytest-xdist): the suite mostly waits on processes, browsers and sockets, so 4
+# workers on 2 cores. Each worker has its own test database (test_<name>_gwN, a copy of one
+# migrated template), Redis database (REDIS_URL's + N: tests/support/worker_redis.py), VAR_DIR
+# and ports. A test module is one unit of work, the long ones first (tests/support/scheduling.py).
+# Serially: make test PYTEST_ARGS="-n 0" (or PYTEST_XDIST=).
+PYTEST_XDIST ?= -n 4 --dist loadfile --no-loadscope-reorder
+
 test: lint typecheck check zapier-deps
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # The Zapier app's packages, when Node.js is installed (its tests are skipped otherwise).
 zapier-deps:

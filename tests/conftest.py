@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -13,6 +14,8 @@ from tests.factories import ReviewSiteFactory, UserFactory
 
 # Page tests' fixtures (a real Chromium; test_*_browser.py beside each app's tests).
 from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
+from tests.support.db_template import use_template
+from tests.support.flush import flush_by_delete
 
 
 def pytest_report_header(config):
@@ -35,6 +38,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings, request):
+    """pytest-django's test database settings (a worker's ``_gwN`` name); in a parallel run on
+    PostgreSQL, a copy of the run's migrated template (tests/support/db_template.py)."""
+    use_template(request.config)
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker, request):
     """pytest-django's test database, and at the end no session left on it but ours.
 
@@ -42,8 +52,14 @@ def django_db_setup(django_db_setup, django_db_blocker, request):
     pytest-django turns that refusal into a warning: the database stays, and the next run on
     the same name (CI's fuzz step) cannot create it. A session still open at the end is a
     thread or process a test left behind; wait for it (it may be closing), then end it and say
-    which it was."""
-    yield
+    which it was.
+
+    In between, a transactional test's flush deletes rows instead of truncating tables
+    (tests/support/flush.py)."""
+    with contextlib.ExitStack() as session:
+        with django_db_blocker.unblock():
+            session.enter_context(flush_by_delete())
+        yield
     from django.db import connection
 
     if connection.vendor != "postgresql":
@@ -144,13 +160,38 @@ def api(owner):
     return client
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _patient_rate_limit_store():
+    """The rate limiter's Redis calls wait up to 2 s in the suite's own process, not 0.1 s.
+
+    Past its timeout the limiter takes Redis for dead and serves requests unlimited; a test that
+    expects a 429 then gets a 200. 0.1 s is generous for a healthy Redis on a quiet server, but
+    the suite runs in parallel workers on a busy machine, where a process can wait longer than
+    that for a core. A dead Redis is still dead at once: the tests that need one use a port
+    nobody listens on or a killed server (connection refused). Processes that tests start keep
+    the service's 0.1 s."""
+    from core import ratelimit_store
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(ratelimit_store, "REDIS_TIMEOUT_SECONDS", 2.0)
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _own_rate_limit_buckets(settings):
     """Each test counts rate limits under its own key prefix: Redis counters outlive a test (and a
-    run), and one test's requests must not use up another's limit."""
+    run), and one test's requests must not use up another's limit. Nor may one test's Redis
+    failure: the process-wide limiter skips Redis for 5 s after one, so the circuit starts
+    closed in every test."""
     import uuid
 
+    from core import ratelimit_store
+
     settings.RATE_LIMIT_KEY_PREFIX = f"rr:rl:test:{uuid.uuid4().hex[:12]}"
+    limiter = ratelimit_store._limiter
+    if limiter is not None and isinstance(limiter.store, ratelimit_store.RedisStore):
+        limiter.store._open_until = 0.0
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import UserFactory
-from tests.support.browser import log_in
+from tests.support.browser import expect, log_in
 
 pytestmark = pytest.mark.browser
 
@@ -15,7 +15,7 @@ def test_an_owner_logs_in_and_out_in_a_real_browser(page):
     log_in(page, owner)
     assert page.get_by_text("owner@example.com").first.is_visible()
     page.get_by_role("button", name="Log out").click()
-    assert page.get_by_role("link", name="Log in").first.is_visible()
+    expect(page.get_by_role("link", name="Log in").first).to_be_visible()
 
 
 def test_a_wrong_password_is_refused_with_a_message(page):
@@ -24,5 +24,5 @@ def test_a_wrong_password_is_refused_with_a_message(page):
     page.get_by_label("E-mail").fill(owner.email)
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Log in").click()
-    assert page.get_by_role("alert").is_visible()
+    expect(page.get_by_role("alert")).to_be_visible()
     assert "/accounts/login/" in page.url

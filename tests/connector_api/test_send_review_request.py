@@ -389,14 +389,34 @@ def assert_max_queries(budget: int, *, sqlite_extra: int = 0):
 
 
 @pytest.fixture
-def warm(api, now):
+def prepared(now, other_owner):
+    """The write path's statements prepared on this database session, as on a busy connection:
+    the budgets count a request's statements, not the session's one-time PREPAREs. Requests of
+    another business, so ``api``'s token and settings stay cold. (Without it a budget held only
+    when earlier tests in the process had happened to prepare the same statements.)"""
+    from rest_framework.test import APIClient
+
+    access, _ = issue_tokens(other_owner)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {access}")
+    keyed = {"HTTP_IDEMPOTENCY_KEY": "prepare"}
+    for body, extra, status in (
+        ({"email": "someone@example.com", "mobile_phone_number": "4155552672"}, {}, 201),
+        ({"email": "someone-else@example.com"}, keyed, 201),
+        ({"email": "someone-else@example.com"}, keyed, 201),  # the replay
+    ):
+        assert post(client, body, **extra).status_code == status
+
+
+@pytest.fixture
+def warm(api, now, prepared):
     """One request first: caches the token and the settings, and opens the touch gate."""
     BusinessSettings.for_owner(api.owner)
     assert post(api, {"email": "warm-up@example.com"}).status_code == 201
     return api
 
 
-def test_adding_a_new_contact_stays_within_its_query_budget(api, now):
+def test_adding_a_new_contact_stays_within_its_query_budget(api, now, prepared):
     BusinessSettings.for_owner(api.owner)
     # cold: token, last_used_at, settings, savepoint, the 2 advisory locks, the matching
     # contacts (FOR UPDATE), one insert of contact, request and messages, release

@@ -6,6 +6,7 @@ import pytest
 
 from tests.support.browser import (
     collect_errors,
+    expect,
     horizontal_overflow,
     log_in_and_wait,
     screenshot,
@@ -52,12 +53,12 @@ def test_the_dashboard_draws_the_chart_with_its_numbers_in_a_table(page, busines
     assert chart.is_visible()
     page.get_by_text("The numbers", exact=True).click()
     numbers = page.get_by_role("table", name="Review requests per day, newest first")
-    assert numbers.is_visible()
-    assert numbers.locator("tbody tr").count() == 30
+    expect(numbers).to_be_visible()
+    expect(numbers.locator("tbody tr")).to_have_count(30)
     added = numbers.locator("tbody td:nth-of-type(1)").all_inner_texts()
     assert sum(int(n) for n in added) == 10  # the ten requests of the seeded fortnight
     page.get_by_role("link", name="Last 90 days").click()
-    assert page.get_by_role("img", name="Activity per week").is_visible()
+    expect(page.get_by_role("img", name="Activity per week")).to_be_visible()
     assert errors == []
 
 
@@ -77,12 +78,12 @@ def test_on_a_phone_the_compact_chart_fits_and_stays_legible(phone_page, busines
 def test_the_feedback_page_lists_private_feedback_with_a_link_to_the_request(page, business):
     log_in_and_wait(page, business)
     page.get_by_role("link", name="Feedback", exact=True).click()
-    assert page.get_by_role("heading", name="Private feedback").is_visible()
-    assert page.get_by_text("Fast, tidy, and fixed the leak first time.").is_visible()
+    expect(page.get_by_role("heading", name="Private feedback")).to_be_visible()
+    expect(page.get_by_text("Fast, tidy, and fixed the leak first time.")).to_be_visible()
     assert unlabelled_controls(page) == []
     screenshot(page, "owner-feedback")
     page.get_by_role("link", name="Maria Garcia").click()
-    assert page.get_by_role("heading", name="Maria Garcia").is_visible()
+    expect(page.get_by_role("heading", name="Maria Garcia")).to_be_visible()
 
 
 def test_the_feedback_page_fits_a_phone(phone_page, business):

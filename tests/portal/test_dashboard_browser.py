@@ -6,6 +6,7 @@ import pytest
 
 from tests.support.browser import (
     collect_errors,
+    expect,
     horizontal_overflow,
     log_in_and_wait,
     screenshot,
@@ -42,22 +43,22 @@ def test_an_owner_filters_and_searches_without_javascript(no_js_page, business):
     page.get_by_label("Status").select_option("clicked")
     page.get_by_role("button", name="Filter").click()
     rows = page.get_by_role("table").locator("tbody tr")
-    assert rows.count() == 4
+    expect(rows).to_have_count(4)
     page.get_by_label("Search").fill("(415) 555-0103")
     page.get_by_label("Status").select_option("")
     page.get_by_role("button", name="Filter").click()
-    assert rows.count() == 1
-    assert rows.first.get_by_text("Aiko Tanaka").is_visible()
+    expect(rows).to_have_count(1)
+    expect(rows.first.get_by_text("Aiko Tanaka")).to_be_visible()
 
 
 def test_a_request_page_shows_its_timeline(page, business):
     log_in_and_wait(page, business)
     page.get_by_role("link", name="Maria Garcia").click()
-    assert page.get_by_role("heading", name="Maria Garcia").is_visible()
+    expect(page.get_by_role("heading", name="Maria Garcia")).to_be_visible()
     timeline = page.locator("ol.timeline")
-    assert timeline.get_by_text("First message (SMS) sent").is_visible()
-    assert timeline.get_by_text("Clicked through to Google").is_visible()
-    assert timeline.get_by_text("Fast, tidy, and fixed the leak").is_visible()
+    expect(timeline.get_by_text("First message (SMS) sent")).to_be_visible()
+    expect(timeline.get_by_text("Clicked through to Google")).to_be_visible()
+    expect(timeline.get_by_text("Fast, tidy, and fixed the leak")).to_be_visible()
     screenshot(page, "owner-request")
 
 
@@ -85,7 +86,7 @@ def test_portal_pages_fit_a_phone_screen_with_nothing_blocked(phone_page, busine
 def test_a_request_page_fits_a_phone_screen(phone_page, business):
     log_in_and_wait(phone_page, business)
     phone_page.get_by_role("link", name="Maria Garcia").click()
-    assert phone_page.locator("ol.timeline").is_visible()
+    expect(phone_page.locator("ol.timeline")).to_be_visible()
     assert horizontal_overflow(phone_page) <= 0
 
 

@@ -8,6 +8,7 @@ from reviews.models import MessageTemplate
 from tests.factories import UserFactory
 from tests.support.browser import (
     collect_errors,
+    expect,
     horizontal_overflow,
     log_in_and_wait,
     screenshot,
@@ -30,10 +31,11 @@ def test_an_owner_changes_a_template_and_sees_the_preview_without_javascript(no_
     log_in_and_wait(page, owner, next_url="/portal/settings/messages/")
     page.get_by_role("link", name="Edit the SMS of first message").click()
     preview = page.get_by_test_id("sms-preview")
-    assert "thanks for choosing Acme Plumbing!" in preview.inner_text()  # the default
+    expect(preview).to_contain_text("thanks for choosing Acme Plumbing!")  # the default
 
     page.get_by_role("textbox", name="Message", exact=True).fill(NEW_WORDING)
     page.get_by_role("button", name="Preview").click()
+    expect(preview).to_contain_text("A quick review?")  # the new wording, once it has loaded
     text = preview.inner_text()
     assert text.startswith("Hi Jane! Thanks for choosing Acme Plumbing. A quick review? http")
     assert text.endswith("Reply STOP to opt out")  # added because the wording had none
@@ -70,10 +72,12 @@ def test_the_email_preview_shows_the_real_message(page, owner):
         "Hi {first_name},\n\nPlease review us: {review_link}"
     )
     page.get_by_role("button", name="Preview").click()
-    assert page.locator(".email-head").get_by_text("A minute for Acme Plumbing, Jane?").is_visible()
+    expect(
+        page.locator(".email-head").get_by_text("A minute for Acme Plumbing, Jane?")
+    ).to_be_visible()
     frame = page.frame_locator("iframe.email-preview")
-    assert frame.get_by_text("Please review us:").is_visible()
-    assert frame.get_by_role("link", name="Unsubscribe").is_visible()
+    expect(frame.get_by_text("Please review us:")).to_be_visible()
+    expect(frame.get_by_role("link", name="Unsubscribe")).to_be_visible()
     # The message's own inline styles apply inside the sandboxed frame; nothing is blocked.
     background = frame.locator("body").evaluate("body => getComputedStyle(body).backgroundColor")
     assert background == "rgb(246, 247, 249)"

@@ -91,6 +91,22 @@ def phone_page(chromium, live_server, transactional_db):
     context.close()
 
 
+# How long an ``expect`` waits for its condition: as long as an action (the contexts' default
+# timeout), not Playwright's 5 s: a loaded machine running the suite in parallel is slow.
+EXPECT_TIMEOUT_MS = 15_000
+
+
+def expect(actual, message: str | None = None):
+    """Playwright's ``expect``: an assertion that waits (up to ``EXPECT_TIMEOUT_MS``) for its
+    condition, for what a click or a keystroke changes. A plain ``assert locator.is_visible()``
+    right after a click that navigates or runs a script reads the page before it changed.
+    Imported when first used, like the rest of Playwright."""
+    from playwright.sync_api import expect as playwright_expect
+
+    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    return playwright_expect(actual, message)
+
+
 def log_in(page, user, *, next_url: str = "/") -> None:
     """Log in through the real login form."""
     page.goto(f"/accounts/login/?next={next_url}")

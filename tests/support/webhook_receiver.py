@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support.processes import free_port
+from tests.support.fake_providers import POLL_INTERVAL
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Received:
 
 class WebhookReceiver:
     def __init__(self, *, tls: tuple[str, str] | None = None) -> None:
-        self.port = free_port()
+        self.port = 0  # the OS picks one at the first start(); later starts reuse it
         self.tls = tls  # (certificate, key) PEM files: https
         self.calls: list[Received] = []  # answered calls
         self.arrivals = 0  # calls read, answered or not yet (a hanging answer)
@@ -50,6 +50,7 @@ class WebhookReceiver:
 
     @property
     def url(self) -> str:
+        assert self.port, "start() the receiver first: its port is the OS's choice"
         return f"http://127.0.0.1:{self.port}/hooks/catch"
 
     def answer(self, *statuses: int) -> None:
@@ -106,13 +107,18 @@ class WebhookReceiver:
             def log_message(self, *args) -> None:
                 pass
 
+        # Port 0 the first time: the OS's free port, bound at once (a port picked, closed and
+        # bound later could be taken in between by a parallel test run's server).
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.port = self._server.server_port
         if self.tls:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*self.tls)
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, args=(POLL_INTERVAL,), daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:

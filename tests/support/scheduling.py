@@ -1,0 +1,51 @@
+"""The order in which a parallel run (``make test``: pytest-xdist) hands tests out.
+
+``make test`` runs ``--dist loadfile --no-loadscope-reorder``: a test module is one unit of work,
+run whole by one worker in its own order, as in a serial run (a module's module-scoped set-ups,
+Chromium and the scale tests' rows, happen once; tests that lean on what an earlier test of
+their module did keep working), and the units go out in collection order to whichever worker
+is free.
+
+This plugin puts the long tests first in that order, so that no worker is still running a long
+module after the others have finished: the tests that start the service's processes
+(``processes``) and the modules in ``LONG_MODULES``. The list is a hint only: a long test
+missing from it runs in its place and costs a longer end of the run, nothing else.
+
+Loaded as a plugin (``-p tests.support.scheduling`` in pyproject's pytest options); applied in
+each worker's collection (every worker must collect the same order). Without xdist (``-n 0``,
+``-p no:xdist``) the order is left alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Long tests that start no service process: file names, wherever the file lives.
+LONG_MODULES = frozenset(
+    {
+        "test_test_database.py",  # a whole pytest run of its own (~14 s)
+        "test_activity_rollup.py",  # days of events for the query plans (~15 s)
+        "test_dashboard.py",  # the same for the dashboard's series (~6 s)
+        "test_dashboard_scale.py",  # 33,000 requests loaded for the module (~4 s)
+        "test_changelists_scale.py",  # the same for the back office's lists
+        "test_filters_scale.py",  # and its filters
+    }
+)
+
+
+def _order(item: pytest.Item) -> int:
+    """0: starts the service's processes (the fault tests' module alone is over a minute);
+    1: long all the same; 2: the rest."""
+    if item.get_closest_marker("processes") is not None:
+        return 0
+    return 1 if item.path.name in LONG_MODULES else 2
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    """After every other plugin's hook (pytest-django's puts non-transactional database tests
+    first), the long tests to the front."""
+    result = yield
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        items.sort(key=_order)  # stable: within each kind the order stays
+    return result
