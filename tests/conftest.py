@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import pytest
@@ -15,7 +14,6 @@ from tests.factories import ReviewSiteFactory, UserFactory
 # Page tests' fixtures (a real Chromium; test_*_browser.py beside each app's tests).
 from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
 from tests.support.db_template import use_template
-from tests.support.flush import flush_by_delete
 
 
 def pytest_report_header(config):
@@ -52,14 +50,8 @@ def django_db_setup(django_db_setup, django_db_blocker, request):
     pytest-django turns that refusal into a warning: the database stays, and the next run on
     the same name (CI's fuzz step) cannot create it. A session still open at the end is a
     thread or process a test left behind; wait for it (it may be closing), then end it and say
-    which it was.
-
-    In between, a transactional test's flush deletes rows instead of truncating tables
-    (tests/support/flush.py)."""
-    with contextlib.ExitStack() as session:
-        with django_db_blocker.unblock():
-            session.enter_context(flush_by_delete())
-        yield
+    which it was."""
+    yield
     from django.db import connection
 
     if connection.vendor != "postgresql":
