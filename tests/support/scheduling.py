@@ -18,19 +18,23 @@ each worker's collection (every worker must collect the same order). Without xdi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-# Long tests that start no service process: file names, wherever the file lives.
+# Long tests that start no service process: paths under tests/.
 LONG_MODULES = frozenset(
     {
-        "test_test_database.py",  # a whole pytest run of its own (~14 s)
-        "test_activity_rollup.py",  # days of events for the query plans (~15 s)
-        "test_dashboard.py",  # the same for the dashboard's series (~6 s)
-        "test_dashboard_scale.py",  # 33,000 requests loaded for the module (~4 s)
-        "test_changelists_scale.py",  # the same for the back office's lists
-        "test_filters_scale.py",  # and its filters
+        "support/test_test_database.py",  # a whole pytest run of its own (~14 s)
+        "activity/test_services.py",  # days of events for the query plans (~15 s)
+        "activity/test_dashboard.py",  # the same for the dashboard's series (~6 s)
+        "portal/test_dashboard_scale.py",  # 33,000 requests loaded for the module (~4 s)
+        "reviews/admin/test_changelists_scale.py",  # the same for the back office's lists
+        "reviews/admin/test_filters_scale.py",  # and its filters
     }
 )
+
+TESTS_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _order(item: pytest.Item) -> int:
@@ -38,7 +42,10 @@ def _order(item: pytest.Item) -> int:
     1: long all the same; 2: the rest."""
     if item.get_closest_marker("processes") is not None:
         return 0
-    return 1 if item.path.name in LONG_MODULES else 2
+    path = item.path
+    if path.is_relative_to(TESTS_ROOT) and path.relative_to(TESTS_ROOT).as_posix() in LONG_MODULES:
+        return 1
+    return 2
 
 
 @pytest.hookimpl(wrapper=True)
