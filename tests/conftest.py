@@ -11,9 +11,12 @@ from django.test.utils import override_settings
 
 from tests.factories import ReviewSiteFactory, UserFactory
 
-# Page tests' fixtures (a real Chromium; test_*_browser.py beside each app's tests).
+# Page tests' fixtures (a real Chromium; the page tests are in tests/e2e/browser/).
 from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
 from tests.support.db_template import use_template
+
+# The delivery tests' business, and the fake providers on loopback that sends reach.
+from tests.support.delivery import business, fake, outbox_email, postmark, twilio  # noqa: F401
 
 
 def pytest_report_header(config):

@@ -1,4 +1,138 @@
-"""Fixtures of the reporting tests: the business of the delivery tests (tests/reviews), whose
-requests the rollup and the dashboards count, as those tests were written with it."""
+"""Fixtures of the reporting tests, on the business of the delivery tests
+(tests/support/delivery.py): requests in every state, events of every kind over the last days for
+the rollup, and two years of requests for the query plans."""
 
-from tests.reviews.conftest import business  # noqa: F401  (a fixture: pytest finds it here)
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.db.models import F
+from django.utils import timezone
+
+from reviews.models import Contact, Message, ReviewRequest
+from reviews.services import contact_add
+from tests.factories import ContactFactory, UserFactory
+from tests.support.contacts import contact_input
+from tests.support.delivery import new_phone
+from tests.support.portal_data import add_request, click, fail, opt_out, send_first
+
+
+@pytest.fixture
+def known(business):
+    """Requests of one business in every state, inside and outside the 30 days."""
+    now = timezone.now()
+    ago = {n: now - timedelta(days=n) for n in (1, 2, 3, 40)}
+    clicked = add_request(business, email="clicked@example.com", created_at=ago[3])
+    send_first(clicked, at=ago[3] + timedelta(minutes=5), delivered=True)
+    click(clicked, at=ago[2])
+    old = add_request(business, email="old@example.com", created_at=ago[1])
+    fail(old, at=ago[1], code="bounced", error="Hard bounce: the older one")
+    new = add_request(business, email="new@example.com", created_at=now)
+    fail(new, at=now, code="bounced", error="Hard bounce: the newest one")
+    spam = add_request(business, email="spam@example.com", created_at=now)
+    fail(spam, at=now, code="spam", error="Spam complaint")
+    ancient = add_request(business, email="ancient@example.com", created_at=ago[40])
+    fail(ancient, at=ago[40], code="bounced", error="Outside the period")
+    stopped = add_request(business, mobile_phone_number=new_phone(), created_at=ago[2])
+    opt_out(stopped, at=ago[1])  # scheduled, then STOP: it was scheduled
+    # Opted out before anything was asked: recorded as opted out, never scheduled.
+    phone = new_phone()
+    ContactFactory(owner=business, email="", phone=phone, sms_opted_out_at=ago[3])
+    arrived = contact_add(
+        owner=business, data=contact_input(business, {"mobile_phone_number": phone})
+    )
+    assert arrived.review_request.status == ReviewRequest.Status.OPTED_OUT
+    other = UserFactory(business_name="Other Co")
+    add_request(other, email="elsewhere@example.com")
+    return {"now": now, "ago": ago}
+
+
+HISTORY_DAYS = 730
+
+
+ROWS = 20_000
+
+
+@pytest.fixture
+def two_years_of_requests(business):
+    """``ROWS`` requests of one business spread over two years (a few per cent of them in the
+    last 30 days), one message each; a tenth failed, a third clicked. Then ANALYZE."""
+    rng = random.Random(26)
+    now = timezone.now()
+    contacts = Contact.objects.bulk_create(
+        Contact(owner=business, email=f"p{i}@example.com", email_normalized=f"p{i}@example.com")
+        for i in range(ROWS)
+    )
+    requests, messages = [], []
+    for i, contact in enumerate(contacts):
+        at = now - timedelta(days=rng.uniform(0, HISTORY_DAYS))
+        failed = i % 10 == 0
+        request = ReviewRequest(
+            owner=business,
+            contact=contact,
+            status="failed" if failed else "completed",
+            scheduled_for=at,
+            sent_at=None if failed else at,
+            delivered_at=None if failed else at,
+            clicked_at=at if i % 3 == 0 and not failed else None,
+            failed_at=at if failed else None,
+            ended_at=at,
+        )
+        requests.append(request)
+        messages.append(
+            Message(
+                review_request=request,
+                step=0,
+                channel="email",
+                status="failed" if failed else "delivered",
+                failed_at=at if failed else None,
+                last_error_code=f"code-{i % 7}" if failed else "",
+                last_error="boom" if failed else "",
+            )
+        )
+    ReviewRequest.objects.bulk_create(requests, batch_size=5000)
+    ReviewRequest.objects.update(created_at=F("scheduled_for"))  # not auto_now_add's "now"
+    Message.objects.bulk_create(messages, batch_size=5000)
+    with connection.cursor() as cursor:
+        for model in (Contact, ReviewRequest, Message):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    return now
+
+
+def hour_start(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def numbers(data) -> tuple:
+    return (
+        {s.key: s.counts for s in data.series},
+        data.sent_in_period,
+        data.clicked_in_period,
+        data.failure_reasons,
+        data.opt_outs,
+    )
+
+
+@pytest.fixture
+def activity(business):
+    """Events of every kind over the last 20 days, several in one hour, two businesses."""
+    now = timezone.now()
+    made = []
+    for n in range(12):
+        at = now - timedelta(days=n * 1.7, minutes=7 * n)
+        request = add_request(business, email=f"p{n}@example.com", created_at=at)
+        made.append(request)
+        if n % 4 == 0:
+            fail(request, at=at + timedelta(minutes=3), code=f"code-{n % 3}", error=f"Err {n}")
+            continue
+        send_first(request, at=at + timedelta(minutes=5), delivered=n % 2 == 0)
+        if n % 3 == 0:
+            click(request, at=at + timedelta(hours=2))
+    stopped = add_request(business, mobile_phone_number=new_phone(), created_at=now)
+    opt_out(stopped, at=now)
+    other = UserFactory(business_name="Other Co")
+    add_request(other, email="elsewhere@example.com", created_at=now - timedelta(days=4))
+    return {"now": now, "requests": made}

@@ -1,19 +1,30 @@
 """The owner dashboard's funnel and chart (activity.owner_dashboard): each event counted in the
-period it happened, as the staff dashboard counts it."""
+period it happened, as the staff dashboard counts it, and (PostgreSQL) the all-time funnel's
+statements reading index ranges of the rollup."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from activity import owner_dashboard
 from activity.dashboard import staff_dashboard
+from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 from activity.owner_dashboard import activity, funnel
+from activity.services import (
+    activity_rollup_rebuild,
+)
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
+from tests.factories import UserFactory
 from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
+from tests.support.scale_data import plan_nodes
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +98,50 @@ def test_portal_and_admin_count_delivered_alike(owner):
     portal = funnel(owner=owner, days=30)
     admin = {s.key: s.total for s in staff_dashboard(owner_id=owner.pk).series}
     assert portal.delivered == admin["delivered"] == 2
+
+
+@pytest.mark.postgres
+def test_the_all_time_funnel_reads_index_ranges_of_days_and_hours(business):
+    """Two years of a busy business and 20 others in both levels of the rollup: the funnel's
+    statements read index ranges, never a whole table."""
+    two_years_ago = timezone.now() - timedelta(days=730)
+    add_request(business, email="first@example.com", created_at=two_years_ago)
+    activity_rollup_rebuild()
+    owners = [business] + [UserFactory(business_name=f"B{n}") for n in range(20)]
+    end = ActivityRollupState.objects.get().closed_until
+    metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
+    ActivityDailyRollup.objects.bulk_create(
+        (
+            ActivityDailyRollup(owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=9)
+            for o in owners
+            for d in range(1, 730)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    ActivityRollup.objects.bulk_create(
+        (
+            ActivityRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=1)
+            for o in owners
+            for h in range(1, 24 * 30)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        for model in (ActivityRollup, ActivityDailyRollup):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    with CaptureQueriesContext(connection) as queries:
+        owner_dashboard.funnel(owner=business, days=None)
+    rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
+    for query in queries.captured_queries:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
+            (raw,) = cursor.fetchone()
+        plan = json.loads(raw) if isinstance(raw, str) else raw
+        seq = [
+            n["Relation Name"]
+            for n, _ in plan_nodes(plan[0]["Plan"])
+            if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
+        ]
+        assert not seq, (query["sql"], plan)

@@ -1,18 +1,13 @@
-"""The dashboards' rollup (``ActivityRollup``): the rebuild command and the beat's refresh give
-the same rows, the dashboards read from it give the numbers of the base tables (nothing counted
-twice or missed at the boundary between closed hours and the live ones), a fixed number of
-queries, and (PostgreSQL) plans that read an index range."""
+"""The dashboards' rollup (``ActivityRollup``, activity.services): the rebuild and the beat's
+refresh give the same rows, the dashboards read from it give the numbers of the base tables
+(nothing counted twice or missed at the boundary between closed hours and the live ones), and a
+fixed number of queries."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
-from io import StringIO
+from datetime import datetime, timedelta
 
 import pytest
-from django.core.management import call_command
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from activity import owner_dashboard, selectors
@@ -26,28 +21,13 @@ from activity.services import (
 from activity.tasks import refresh_activity_rollup
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
-from tests.activity.test_dashboard import plan_scans, two_years_of_requests  # noqa: F401
-from tests.factories import ContactFactory, UserFactory
-from tests.reviews.conftest import new_phone
+from tests.activity.conftest import hour_start, numbers
+from tests.factories import ContactFactory
 from tests.support.contacts import contact_input
-from tests.support.portal_data import add_request, click, fail, opt_out, send_first
-from tests.support.scale_data import plan_nodes
+from tests.support.delivery import new_phone
+from tests.support.portal_data import add_request, send_first
 
 pytestmark = pytest.mark.django_db
-
-
-def hour_start(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
-def numbers(data) -> tuple:
-    return (
-        {s.key: s.counts for s in data.series},
-        data.sent_in_period,
-        data.clicked_in_period,
-        data.failure_reasons,
-        data.opt_outs,
-    )
 
 
 def rollup_rows(since: datetime | None = None) -> set[tuple]:
@@ -62,41 +42,6 @@ def daily_rows(since: datetime | None = None) -> set[tuple]:
     if since is not None:
         rows = rows.filter(day__gte=since.date())
     return set(rows.values_list("owner_id", "day", "metric", "channel", "detail", "count"))
-
-
-@pytest.fixture
-def activity(business):
-    """Events of every kind over the last 20 days, several in one hour, two businesses."""
-    now = timezone.now()
-    made = []
-    for n in range(12):
-        at = now - timedelta(days=n * 1.7, minutes=7 * n)
-        request = add_request(business, email=f"p{n}@example.com", created_at=at)
-        made.append(request)
-        if n % 4 == 0:
-            fail(request, at=at + timedelta(minutes=3), code=f"code-{n % 3}", error=f"Err {n}")
-            continue
-        send_first(request, at=at + timedelta(minutes=5), delivered=n % 2 == 0)
-        if n % 3 == 0:
-            click(request, at=at + timedelta(hours=2))
-    stopped = add_request(business, mobile_phone_number=new_phone(), created_at=now)
-    opt_out(stopped, at=now)
-    other = UserFactory(business_name="Other Co")
-    add_request(other, email="elsewhere@example.com", created_at=now - timedelta(days=4))
-    return {"now": now, "requests": made}
-
-
-def test_the_rebuild_gives_the_dashboards_the_numbers_of_the_base_tables(business, activity):
-    live = [numbers(staff_dashboard(owner_id=owner)) for owner in (business.pk, None)]
-    live_activity = owner_dashboard.activity(owner=business, days=None)
-    call_command("rebuild_activity_rollup", stdout=StringIO())
-    assert ActivityRollup.objects.exists()
-    state = ActivityRollupState.objects.get()
-    assert state.covered_from is None and state.closed_until == hour_start(timezone.now())
-    since = hour_start(activity["now"]) - timedelta(days=30)
-    assert selectors.activity_rollup_boundary(since=since) == state.closed_until
-    assert [numbers(staff_dashboard(owner_id=owner)) for owner in (business.pk, None)] == live
-    assert owner_dashboard.activity(owner=business, days=None) == live_activity
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata"])
@@ -208,88 +153,6 @@ def browser_for(client):
 
 
 # --- Plans at scale (PostgreSQL) ------------------------------------------------------------------
-
-
-@pytest.mark.postgres
-def test_the_rollup_reads_and_refreshes_read_index_ranges(business):
-    owners = [business] + [UserFactory(business_name=f"B{n}") for n in range(20)]
-    end = hour_start(timezone.now())
-    ActivityRollup.objects.bulk_create(
-        (
-            ActivityRollup(owner=owner, hour=end - timedelta(hours=h), metric=metric, count=1)
-            for owner in owners
-            for h in range(24 * 60)
-            for metric in ("scheduled", "sent")
-        ),
-        batch_size=5000,
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {ActivityRollup._meta.db_table}")
-    since = end - timedelta(days=7)
-    for owner_id in (business.pk, None):
-        rows = selectors.activity_rollup_rows(
-            owner_id=owner_id, since=since, until=end, metrics=["sent"]
-        )
-        scans = plan_scans(rows)
-        assert not [s for s in scans if s[0] == "Seq Scan"], (owner_id, scans)
-        assert any(index.startswith("reviews_rollup") for _, _, index in scans), scans
-
-
-@pytest.mark.postgres
-def test_the_all_time_funnel_reads_index_ranges_of_days_and_hours(business):
-    """Two years of a busy business and 20 others in both levels of the rollup: the funnel's
-    statements read index ranges, never a whole table."""
-    two_years_ago = timezone.now() - timedelta(days=730)
-    add_request(business, email="first@example.com", created_at=two_years_ago)
-    activity_rollup_rebuild()
-    owners = [business] + [UserFactory(business_name=f"B{n}") for n in range(20)]
-    end = ActivityRollupState.objects.get().closed_until
-    metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
-    ActivityDailyRollup.objects.bulk_create(
-        (
-            ActivityDailyRollup(owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=9)
-            for o in owners
-            for d in range(1, 730)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    ActivityRollup.objects.bulk_create(
-        (
-            ActivityRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=1)
-            for o in owners
-            for h in range(1, 24 * 30)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    with connection.cursor() as cursor:
-        for model in (ActivityRollup, ActivityDailyRollup):
-            cursor.execute(f"ANALYZE {model._meta.db_table}")
-    with CaptureQueriesContext(connection) as queries:
-        owner_dashboard.funnel(owner=business, days=None)
-    rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
-    for query in queries.captured_queries:
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
-            (raw,) = cursor.fetchone()
-        plan = json.loads(raw) if isinstance(raw, str) else raw
-        seq = [
-            n["Relation Name"]
-            for n, _ in plan_nodes(plan[0]["Plan"])
-            if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
-        ]
-        assert not seq, (query["sql"], plan)
-
-
-@pytest.mark.postgres
-def test_the_hourly_rollup_reads_index_ranges(business, two_years_of_requests):  # noqa: F811
-    start = hour_start(two_years_of_requests) - timedelta(hours=REOPEN_HOURS)
-    end = hour_start(two_years_of_requests)
-    for key, queryset in selectors.activity_hourly_querysets(start=start, end=end).items():
-        scans = plan_scans(queryset)
-        big = [s for s in scans if s[1] in ("reviews_reviewrequest", "reviews_message")]
-        assert not [s for s in big if s[0] == "Seq Scan"], (key, scans)
 
 
 def test_a_request_opted_out_on_arrival_is_not_scheduled_in_the_rollup(business):

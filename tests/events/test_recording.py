@@ -24,7 +24,7 @@ from reviews.services import (
 )
 from tests.events.conftest import subscribe
 from tests.factories import ReviewSiteFactory, UserFactory
-from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
+from tests.support.delivery import dispatch_and_send, email_request, sms_request, step
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 

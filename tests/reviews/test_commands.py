@@ -12,7 +12,7 @@ from django.utils import timezone
 from reviews import tasks
 from reviews.models import Message, ReviewRequest
 from reviews.services import messages_dispatch_due
-from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
+from tests.support.delivery import dispatch_and_send, email_request, sms_request, step
 
 pytestmark = pytest.mark.django_db
 

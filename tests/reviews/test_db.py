@@ -14,7 +14,7 @@ from django.utils import timezone
 from reviews import db
 from reviews.models import Contact, Message, ReviewRequest
 from tests.factories import ContactFactory
-from tests.reviews.conftest import sms_request, step
+from tests.support.delivery import sms_request, step
 
 pytestmark = pytest.mark.django_db
 

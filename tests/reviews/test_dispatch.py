@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from reviews.models import Message
 from reviews.services import messages_dispatch_due, messages_dispatch_preview
-from tests.reviews.conftest import email_request, publish_send_tasks_to, step
+from tests.support.delivery import email_request, publish_send_tasks_to, step
 
 
 def due_messages(owner, n: int) -> list[Message]:

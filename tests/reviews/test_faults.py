@@ -32,8 +32,8 @@ from django.test.utils import override_settings
 from reviews.models import BusinessSettings, Message
 from reviews.services import contact_add, message_resend, messages_reconcile_unknown
 from tests.factories import ReviewSiteFactory, UserFactory
-from tests.reviews.conftest import TWILIO_SID, TWILIO_TOKEN
 from tests.support.contacts import contact_input
+from tests.support.delivery import TWILIO_SID, TWILIO_TOKEN
 from tests.support.fake_providers import FakeProviders
 from tests.support.private_servers import postgres_available, private_postgres, private_redis
 from tests.support.processes import ROOT, ServiceProcesses

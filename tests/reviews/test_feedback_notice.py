@@ -12,7 +12,7 @@ from reviews.models import Feedback
 from reviews.services import business_settings_update, feedback_notify_owner
 from reviews.services.engagement import ip_hash
 from reviews.tasks import feedback_notify_owner_task
-from tests.reviews.conftest import email_request
+from tests.support.delivery import email_request
 
 pytestmark = pytest.mark.django_db
 

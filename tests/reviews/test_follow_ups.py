@@ -18,7 +18,7 @@ from reviews.services import (
     sms_reply_record,
     twilio_status_record,
 )
-from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
+from tests.support.delivery import dispatch_and_send, email_request, sms_request, step
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from reviews.services import (
     opt_out_events_purge,
 )
 from reviews.services.dispatch import KICK_CACHE_KEY
-from tests.reviews.conftest import email_request
 from tests.support.contacts import contact_input
+from tests.support.delivery import email_request
 from tests.support.row_counts import statement_row_counts
 
 pytestmark = pytest.mark.django_db

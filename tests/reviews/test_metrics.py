@@ -12,7 +12,7 @@ from django.utils import timezone
 from reviews.models import BusinessSettings, Message
 from tests.core.test_metrics import sample
 from tests.factories import ReviewSiteFactory, UserFactory
-from tests.reviews.conftest import email_request, step
+from tests.support.delivery import email_request, step
 from tests.support.oauth import issue_tokens
 from tests.support.processes import ServiceProcesses
 

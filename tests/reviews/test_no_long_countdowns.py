@@ -23,7 +23,7 @@ from reviews.services import (
     messages_reconcile_unknown,
 )
 from reviews.services.dispatch import KICK_CACHE_KEY
-from tests.reviews.conftest import sms_request, step
+from tests.support.delivery import sms_request, step
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = timedelta(seconds=300)

@@ -11,7 +11,7 @@ from django.test import override_settings
 
 from reviews.models import Message
 from reviews.services import message_send, messages_dispatch_due, sending
-from tests.reviews.conftest import sms_request, step
+from tests.support.delivery import sms_request, step
 
 
 class CountingChannel:

@@ -12,7 +12,7 @@ from django.utils import timezone
 from reviews.models import Click, Contact, Feedback, Message, OptOutEvent
 from reviews.services.engagement import ip_hash
 from tests.factories import ReviewSiteFactory
-from tests.reviews.conftest import dispatch_and_send, email_request, step
+from tests.support.delivery import dispatch_and_send, email_request, step
 
 pytestmark = pytest.mark.django_db
 

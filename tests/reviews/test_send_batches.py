@@ -11,7 +11,7 @@ from reviews import db, services, tasks
 from reviews.models import BusinessSettings, Message
 from reviews.services import messages_dispatch_due, messages_send, sending
 from reviews.services.dispatch import send_batches
-from tests.reviews.conftest import email_request, publish_send_tasks_to, sms_request, step
+from tests.support.delivery import email_request, publish_send_tasks_to, sms_request, step
 
 
 def ids(n: int) -> list[str]:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from reviews.models import Contact, Message, OptOutEvent, ReviewRequest
 from reviews.services import message_send, messages_dispatch_due
 from reviews.services.outcomes import backoff_seconds
-from tests.reviews.conftest import (
+from tests.support.delivery import (
     dispatch_and_send,
     email_request,
     sms_request,

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from reviews.models import Contact, OptOutEvent
-from tests.reviews.conftest import dispatch_and_send, sms_request
+from tests.support.delivery import dispatch_and_send, sms_request
 
 pytestmark = pytest.mark.django_db
 

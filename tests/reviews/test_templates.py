@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from reviews import merge_fields, rendering
 from reviews.models import BusinessSettings, MessageTemplate
 from reviews.sms_segments import count_segments
-from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
+from tests.support.delivery import dispatch_and_send, email_request, sms_request, step
 
 VALUES = {
     "first_name": "Jane",

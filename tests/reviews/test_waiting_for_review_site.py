@@ -18,8 +18,8 @@ from reviews.services import (
     review_site_add,
 )
 from tests.factories import UserFactory
-from tests.reviews.conftest import dispatch_and_send, email_request, sms_request, step
 from tests.support.contacts import contact_input
+from tests.support.delivery import dispatch_and_send, email_request, sms_request, step
 from tests.support.oauth import issue_tokens
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.test import Client
 from twilio.request_validator import RequestValidator
 
 from reviews.models import Contact, OptOutEvent
-from tests.reviews.conftest import (
+from tests.support.delivery import (
     TWILIO_TOKEN,
     dispatch_and_send,
     email_request,

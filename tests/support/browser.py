@@ -1,5 +1,5 @@
 """Page tests in a real browser: Debian's Chromium driven by Playwright, against live_server.
-The fixtures are loaded by tests/conftest.py; page tests are ``test_*_browser.py`` files marked
+The fixtures are loaded by tests/conftest.py; page tests are in ``tests/e2e/browser/``, marked
 ``browser``.
 
 No browser is downloaded: Playwright launches ``/usr/bin/chromium`` (``CHROMIUM`` overrides the

@@ -6,6 +6,8 @@ next ones, so pages split ties."""
 
 from __future__ import annotations
 
+import json
+
 from django.db import connection
 
 _INSERT = """
@@ -89,3 +91,21 @@ def index_access_methods(plan: dict, relation: str) -> set[str]:
             [list(used), relation],
         )
         return {method for (method,) in cursor.fetchall()}
+
+
+def plan_scans(queryset) -> list[tuple[str, str, str]]:
+    """(node type, table, index) of every scan in the queryset's plan."""
+    plan = json.loads(queryset.explain(format="json"))
+    scans = []
+
+    def walk(node):
+        if "Scan" in node["Node Type"]:
+            scans.append(
+                (node["Node Type"], node.get("Relation Name", ""), node.get("Index Name", ""))
+            )
+        for child in node.get("Plans", []):
+            walk(child)
+
+    for entry in plan:
+        walk(entry["Plan"])
+    return scans

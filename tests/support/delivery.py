@@ -1,4 +1,5 @@
-"""Fixtures of the delivery tests: businesses, requests, and fake providers on loopback."""
+"""Fixtures and helpers of the delivery tests: a business, its requests, and fake providers on
+loopback. The fixtures are loaded by tests/conftest.py."""
 
 from __future__ import annotations
 
