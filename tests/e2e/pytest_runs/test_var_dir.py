@@ -1,30 +1,13 @@
-"""`make test` never touches the files of a running `make run`: the suite has its own VAR_DIR."""
+"""A separate pytest run from a shell that exported VAR_DIR for `make run`: the run still gets a
+VAR_DIR of its own, which its report header names."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-from django.conf import settings
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_the_suite_runs_in_its_own_temporary_var_dir():
-    var_dir = Path(settings.VAR_DIR)
-    assert var_dir != ROOT / "var"
-    assert var_dir.parent == Path(tempfile.gettempdir())
-    assert var_dir.name.startswith("reviews-test-var-")
-    assert os.environ["VAR_DIR"] == str(var_dir)  # inherited by the processes tests start
-    cache = settings.CACHES["default"]
-    if cache["BACKEND"].endswith("FileBasedCache"):
-        assert Path(cache["LOCATION"]).parent == var_dir
-    db = settings.DATABASES["default"]
-    if db["ENGINE"].endswith("sqlite3"):
-        assert Path(db["TEST"]["NAME"]).parent == var_dir
+from tests.support.processes import ROOT
 
 
 def test_an_exported_var_dir_is_not_used_and_the_header_names_the_run_s_own(tmp_path):
@@ -44,7 +27,7 @@ def test_an_exported_var_dir_is_not_used_and_the_header_names_the_run_s_own(tmp_
             "--collect-only",
             "-p",
             "no:cacheprovider",
-            "tests/config/test_own_var_dir.py",
+            "tests/e2e/pytest_runs/test_var_dir.py",
         ],
         cwd=ROOT,
         env=env,
