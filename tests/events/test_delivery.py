@@ -21,8 +21,8 @@ from django.utils import timezone
 from events import sender
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, events_purge, retry_delay, webhooks_deliver_due
-from tests.core.test_metrics import sample
 from tests.events.conftest import subscribe
+from tests.support.metrics import sample
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]

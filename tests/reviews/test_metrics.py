@@ -10,9 +10,9 @@ import requests
 from django.utils import timezone
 
 from reviews.models import BusinessSettings, Message
-from tests.core.test_metrics import sample
 from tests.factories import ReviewSiteFactory, UserFactory
 from tests.support.delivery import email_request, step
+from tests.support.metrics import sample
 from tests.support.oauth import issue_tokens
 from tests.support.processes import ServiceProcesses
 
