@@ -9,7 +9,7 @@ from django.utils import timezone
 import events.admin
 from events.models import EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, webhooks_deliver_due
-from tests.events.conftest import subscribe
+from tests.support.webhook_receiver import subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 

@@ -36,7 +36,7 @@ from tests.support.contacts import contact_input
 from tests.support.delivery import TWILIO_SID, TWILIO_TOKEN
 from tests.support.fake_providers import FakeProviders
 from tests.support.private_servers import postgres_available, private_postgres, private_redis
-from tests.support.processes import ROOT, ServiceProcesses
+from tests.support.processes import ROOT, ServiceProcesses, worker_processes
 
 pytestmark = [
     pytest.mark.processes,
@@ -130,31 +130,6 @@ def reconcile_and_resend(fake: FakeProviders, ids: list[str], services: ServiceP
         lambda: set(statuses(ids).values()) == {"sent"}, timeout=60, what="resends sent"
     )
     assert fake.counts() == dict.fromkeys(ids, 1)  # every message exactly once, in the end
-
-
-def worker_processes(honcho: ServiceProcesses) -> tuple[int, list[int]]:
-    """(Celery main pid, its pool children) under a ServiceProcesses running ``worker``."""
-
-    def children(pid: int) -> list[int]:
-        path = Path(f"/proc/{pid}/task/{pid}/children")
-        return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-    def argv(pid: int) -> list[str]:
-        try:
-            return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-        except FileNotFoundError:
-            return []
-
-    assert honcho.proc is not None, "the processes are not started"
-    stack = [honcho.proc.pid]
-    while stack:
-        pid = stack.pop()
-        args = argv(pid)
-        is_shell = bool(args) and Path(args[0]).name in {"sh", "bash", "dash"}
-        if not is_shell and "celery" in " ".join(args) and "worker" in args:
-            return pid, children(pid)  # the main process; its children are the pool
-        stack.extend(children(pid))
-    raise AssertionError("no celery worker process found")
 
 
 @pytest.mark.parametrize("target", ["process-group", "pool-child"])

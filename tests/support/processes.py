@@ -149,3 +149,28 @@ class ServiceProcesses:
             f"timed out after {timeout}s waiting for {what or predicate!r}"
             f" (last error: {last_error!r})\n{self.log()[-4000:]}"
         )
+
+
+def worker_processes(honcho: ServiceProcesses) -> tuple[int, list[int]]:
+    """(Celery main pid, its pool children) under a ServiceProcesses running ``worker``."""
+
+    def children(pid: int) -> list[int]:
+        path = Path(f"/proc/{pid}/task/{pid}/children")
+        return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+    def argv(pid: int) -> list[str]:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        except FileNotFoundError:
+            return []
+
+    assert honcho.proc is not None, "the processes are not started"
+    stack = [honcho.proc.pid]
+    while stack:
+        pid = stack.pop()
+        args = argv(pid)
+        is_shell = bool(args) and Path(args[0]).name in {"sh", "bash", "dash"}
+        if not is_shell and "celery" in " ".join(args) and "worker" in args:
+            return pid, children(pid)  # the main process; its children are the pool
+        stack.extend(children(pid))
+    raise AssertionError("no celery worker process found")

@@ -7,6 +7,10 @@ and key files) makes it an https receiver. ``hang_seconds``:
 answer that late (a receiver slower than the sender's timeout). ``drip_seconds`` with ``drip``
 (``"head"`` or ``"body"``): answer 200 one byte every that many seconds, from the status line
 on or only the body (a receiver that never stops talking). Standard library only.
+
+The fixtures ``receiver`` (one started for the test) and ``allow_loopback`` (loopback targets
+over http, as WEBHOOK_ALLOW_PRIVATE_TARGETS allows in development) are loaded by
+tests/conftest.py; ``subscribe`` is a business's subscription to a target.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
+from events.models import WebhookSubscription
+from events.services import webhook_subscription_create
 from tests.support.fake_providers import POLL_INTERVAL
 
 
@@ -126,3 +134,21 @@ class WebhookReceiver:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+@pytest.fixture
+def receiver():
+    server = WebhookReceiver().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def allow_loopback(settings):
+    """Loopback targets over http: what WEBHOOK_ALLOW_PRIVATE_TARGETS is for (tests, dev)."""
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
+    settings.WEBHOOK_TIMEOUT_SECONDS = 1.0
+
+
+def subscribe(owner, event: str, url: str) -> WebhookSubscription:
+    return webhook_subscription_create(owner=owner, event=event, target_url=url)

@@ -1,5 +1,6 @@
-"""Each outcome is written as an event in the transaction of the change that causes it, with one
-delivery row per subscription of its owner to its type; a change rolled back reports nothing."""
+"""What the reviews app reports to webhooks (reviews.services.events): each outcome is written as
+an event in the transaction of the change that causes it, with one delivery row per subscription of
+its owner to its type; a change rolled back reports nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from django.utils import timezone
 
 from core.times import iso_utc
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
-from events.services import event_record
 from reviews.models import BusinessSettings, Contact, Message, ReviewRequest
 from reviews.services import (
     click_record,
@@ -22,9 +22,9 @@ from reviews.services import (
     review_request_cancel,
     sms_reply_record,
 )
-from tests.events.conftest import subscribe
 from tests.factories import ReviewSiteFactory, UserFactory
 from tests.support.delivery import dispatch_and_send, email_request, sms_request, step
+from tests.support.webhook_receiver import subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 
@@ -219,10 +219,3 @@ def test_one_event_goes_to_every_subscription_of_its_type(business):
         first.pk,
         second.pk,
     }
-
-
-@pytest.mark.django_db(transaction=True)
-def test_an_event_outside_a_transaction_is_refused(owner):
-    """The outbox rule: an event is written with its change, or not at all."""
-    with pytest.raises(RuntimeError, match="in the transaction of the change"):
-        event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={})

@@ -25,9 +25,8 @@ from events.services import DELIVER_TASK, event_record, webhook_subscription_cre
 from reviews.models import BusinessSettings, Message, ReviewRequest
 from reviews.services.engagement import ip_hash
 from tests.factories import ReviewSiteFactory, UserFactory
-from tests.reviews.test_faults import worker_processes
 from tests.support.oauth import issue_tokens
-from tests.support.processes import ServiceProcesses
+from tests.support.processes import ServiceProcesses, worker_processes
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = [

@@ -1,5 +1,6 @@
-"""Delivery to a real HTTP receiver on loopback: signed, retried, removed on 410, refused for
-private targets, and nothing lost while the receiver is down."""
+"""events.services: delivery to a real HTTP receiver on loopback (signed, retried, removed on 410,
+refused for private targets, and nothing lost while the receiver is down), and the outbox rule: an
+event is written in the transaction of its change or not at all."""
 
 from __future__ import annotations
 
@@ -21,9 +22,8 @@ from django.utils import timezone
 from events import sender
 from events.models import Event, EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, events_purge, retry_delay, webhooks_deliver_due
-from tests.events.conftest import subscribe
 from tests.support.metrics import sample
-from tests.support.webhook_receiver import WebhookReceiver
+from tests.support.webhook_receiver import WebhookReceiver, subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 
@@ -329,3 +329,10 @@ def test_https_names_the_host_in_tls_and_checks_its_certificate(owner, tls_recei
     assert webhooks_deliver_due().retried == 1
     assert len(tls_receiver.received()) == 1
     assert "TLS certificate not valid for this host" in delivery().last_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_outside_a_transaction_is_refused(owner):
+    """The outbox rule: an event is written with its change, or not at all."""
+    with pytest.raises(RuntimeError, match="in the transaction of the change"):
+        event_record(owner_id=owner.pk, type=EventType.FEEDBACK_RECEIVED, data={})
