@@ -18,6 +18,9 @@ from tests.support.db_template import use_template
 # The delivery tests' business, and the fake providers on loopback that sends reach.
 from tests.support.delivery import business, fake, outbox_email, postmark, twilio  # noqa: F401
 
+# A registered OAuth client (the platform's app).
+from tests.support.oauth import application  # noqa: F401
+
 # A webhook receiver on loopback, and the setting that lets hooks reach it.
 from tests.support.webhook_receiver import allow_loopback, receiver  # noqa: F401
 

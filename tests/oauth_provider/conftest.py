@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from django.test import Client
 
-from tests.support.oauth import CLIENT_SECRET, REDIRECT_URI, make_application
+from tests.support.oauth import CLIENT_SECRET, REDIRECT_URI
 
 AUTHORIZE = "/api/oauth/zapier/authorize"
 TOKEN = "/api/oauth/zapier/token"
@@ -114,10 +114,21 @@ class OAuthFlow:
 
 
 @pytest.fixture
-def application(db):
-    return make_application()
-
-
-@pytest.fixture
 def flow(owner, application):
     return OAuthFlow(owner, application)
+
+
+def revoke(access_token: str, body: dict | None = None):
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {access_token}")
+    if body is None:
+        return client.generic("POST", REVOKE)
+    return client.post(REVOKE, body, content_type="application/json")
+
+
+def rfc7009(flow, token: str, **extra):
+    return post_form(
+        flow.server,
+        REVOKE_TOKEN,
+        {"token": token, "client_id": flow.application.client_id, "client_secret": CLIENT_SECRET},
+        **extra,
+    )

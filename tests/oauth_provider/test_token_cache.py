@@ -15,7 +15,7 @@ from oauth2_provider.models import get_access_token_model
 from core import versioned_cache
 from oauth_provider import services, token_cache
 from oauth_provider.models import Connection, token_digest
-from tests.oauth_provider.test_revoke import revoke, rfc7009
+from tests.oauth_provider.conftest import revoke, rfc7009
 from tests.support.cache import DownCache
 from tests.support.oauth import issue_tokens
 

@@ -1,10 +1,12 @@
-"""Mint real OAuth clients and tokens for tests (stored hashed, exactly as the server does)."""
+"""Mint real OAuth clients and tokens for tests (stored hashed, exactly as the server does). The
+``application`` fixture (a registered client) is loaded by tests/conftest.py."""
 
 from __future__ import annotations
 
 import secrets
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from oauth2_provider.models import (
     get_access_token_model,
@@ -52,3 +54,8 @@ def issue_tokens(user, *, scope: str = "read write", application=None, expires_i
     set_token_value(refresh, refresh_raw)
     refresh.save()
     return access_raw, refresh_raw
+
+
+@pytest.fixture
+def application(db):
+    return make_application()

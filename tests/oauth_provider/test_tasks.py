@@ -1,4 +1,4 @@
-"""Scheduled cleanup of expired tokens, grants and our own records."""
+"""Scheduled cleanup of expired tokens, grants and our own records (oauth_provider.tasks)."""
 
 from __future__ import annotations
 

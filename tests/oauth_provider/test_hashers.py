@@ -1,5 +1,6 @@
-"""Client secrets: a keyed fast hash (checked in microseconds, not PBKDF2's ~0.4 s), for generated
-and operator-set secrets alike; older PBKDF2 hashes upgraded at their next successful use."""
+"""Client secrets (oauth_provider.hashers): a keyed fast hash (checked in microseconds, not
+PBKDF2's ~0.4 s), for generated and operator-set secrets alike; older PBKDF2 hashes upgraded at
+their next successful use."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The token endpoint: authorization code exchange, client authentication, PKCE, faults."""
+"""The token endpoint (oauth_provider.server's grants): authorization code exchange, client
+authentication, PKCE, faults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The resource side: bearer tokens on /api/<platform>/..., /me and /status."""
+"""The resource side (oauth_provider.authentication): bearer tokens on /api/<platform>/..., /me and
+/status."""
 
 from __future__ import annotations
 
