@@ -9,7 +9,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from reviews.models import BusinessSettings, ReviewSite
-from reviews.services import business_create, review_site_add, review_site_update
+from reviews.services import (
+    business_create,
+    business_settings_update,
+    review_site_add,
+    review_site_update,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -78,3 +83,18 @@ def test_an_update_is_refused_like_an_add_and_saves_nothing(owner, other_owner):
     theirs = ReviewSite.objects.get(owner=other_owner)
     with pytest.raises(ReviewSite.DoesNotExist):
         review_site_update(owner=owner, site_id=theirs.pk, url="https://g.page/r/mine")
+
+
+def test_the_service_reports_errors_of_both_rows_at_once(owner):
+    with pytest.raises(ValidationError) as caught:
+        business_settings_update(
+            owner=owner, changes={"time_zone": "Nowhere/Land", "cooldown_days": 99999}
+        )
+    assert set(caught.value.message_dict) == {"time_zone", "cooldown_days"}
+
+
+def test_the_service_refuses_fields_an_owner_may_not_change(owner):
+    with pytest.raises(ValueError, match="is_staff"):
+        business_settings_update(owner=owner, changes={"is_staff": True})
+    owner.refresh_from_db()
+    assert owner.is_staff is False

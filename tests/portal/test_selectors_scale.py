@@ -1,6 +1,7 @@
-"""The dashboard's list at scale (PostgreSQL): with tens of thousands of requests, each of its
-queries reads through an index (never a sequential scan of a big table), a page costs the
-same number of queries, and search finds what the owner typed however they typed it."""
+"""The dashboard's list at scale (portal.selectors, PostgreSQL): with tens of thousands of
+requests, each of its queries reads through an index (never a sequential scan of a big table), a
+page costs the same number of queries, and search finds what the owner typed however they typed
+it."""
 
 from __future__ import annotations
 

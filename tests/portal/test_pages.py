@@ -1,4 +1,5 @@
-"""Who may see what: login, strict isolation between owners (no IDOR), CSRF, headers, landmarks."""
+"""What every owner page shares (portal.pages): login, strict isolation between owners (no IDOR),
+CSRF, headers, landmarks."""
 
 from __future__ import annotations
 
