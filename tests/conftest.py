@@ -15,8 +15,16 @@ from tests.factories import ReviewSiteFactory, UserFactory
 from tests.support.browser import chromium, no_js_page, page, phone_page  # noqa: F401
 from tests.support.db_template import use_template
 
-# The delivery tests' business, and the fake providers on loopback that sends reach.
-from tests.support.delivery import business, fake, outbox_email, postmark, twilio  # noqa: F401
+# The delivery tests' business (and one without a review site), and the fake providers on
+# loopback that sends reach.
+from tests.support.delivery import (  # noqa: F401
+    business,
+    fake,
+    outbox_email,
+    postmark,
+    siteless,
+    twilio,
+)
 
 # A registered OAuth client (the platform's app).
 from tests.support.oauth import application  # noqa: F401

@@ -3,8 +3,11 @@ the business's defaults."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.contrib.auth import authenticate
+from django.core.management import call_command
 from django.db import IntegrityError
 
 from accounts.models import User
@@ -31,3 +34,15 @@ def test_database_refuses_two_owners_differing_only_in_case():
     UserFactory(email="owner@example.com")
     with pytest.raises(IntegrityError):
         User.objects.bulk_create([User(email="Owner@Example.com")])
+
+
+PASSWORD = "a long enough passphrase"
+
+
+def test_createsuperuser_asks_staff_for_no_business_name(monkeypatch):
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", PASSWORD)
+    out = io.StringIO()
+    call_command("createsuperuser", "--noinput", "--email", "staff@example.com", stdout=out)
+    staff = User.objects.get(email="staff@example.com")
+    assert staff.is_staff and staff.is_superuser and staff.business_name == ""
+    assert staff.display_name == "staff@example.com"

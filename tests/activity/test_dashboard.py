@@ -47,6 +47,3 @@ def test_the_number_of_queries_does_not_grow_with_the_data(
         staff_dashboard(owner_id=business.pk)
     with django_assert_num_queries(5):
         staff_dashboard()
-
-
-# --- Plans at scale (PostgreSQL) ------------------------------------------------------------------

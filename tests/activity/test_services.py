@@ -152,9 +152,6 @@ def browser_for(client):
     return log_in
 
 
-# --- Plans at scale (PostgreSQL) ------------------------------------------------------------------
-
-
 def test_a_request_opted_out_on_arrival_is_not_scheduled_in_the_rollup(business):
     phone = new_phone()
     ContactFactory(owner=business, email="", phone=phone, sms_opted_out_at=timezone.now())

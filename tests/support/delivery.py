@@ -10,7 +10,11 @@ from django.test.utils import override_settings
 
 from config.celery import app as celery_app
 from reviews.models import BusinessSettings, Message, ReviewRequest
-from reviews.services import contact_add, message_send, messages_dispatch_due
+from reviews.services import (
+    contact_add,
+    message_send,
+    messages_dispatch_due,
+)
 from reviews.services.dispatch import SEND_TASK
 from tests.factories import ReviewSiteFactory, UserFactory
 from tests.support.contacts import contact_input
@@ -120,3 +124,28 @@ def publish_send_tasks_to(monkeypatch, publish) -> None:
             publish(*args)
 
     monkeypatch.setattr(celery_app, "send_task", send_task)
+
+
+# The merge values of a sample message (every field a template may name).
+VALUES = {
+    "first_name": "Jane",
+    "contact_name": "Jane Smith",
+    "business_name": "Acme <b>Plumbing</b>",
+    "review_link": "https://reviews.example.com/r/abc/",
+    "company_name": "Smith & Co",
+}
+
+
+@pytest.fixture
+def siteless(db):
+    """A business created without ``--review-url``: no review site yet."""
+    owner = UserFactory(business_name="Acme Plumbing", time_zone="America/New_York")
+    BusinessSettings.objects.create(
+        owner=owner, send_window_applies_to=BusinessSettings.WindowAppliesTo.NONE
+    )
+    return owner
+
+
+def reload(obj):
+    obj.refresh_from_db()
+    return obj

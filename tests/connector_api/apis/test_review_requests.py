@@ -11,9 +11,14 @@ import jsonschema
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
 
 from contact_input.normalize import CONTACT_FIELD_KEYS
 from reviews.models import BusinessSettings, Contact, ReviewRequest
+from reviews.services import (
+    messages_dispatch_due,
+)
+from tests.support.delivery import step
 from tests.support.oauth import issue_tokens
 
 pytestmark = pytest.mark.django_db
@@ -670,3 +675,29 @@ def test_fields_stay_within_their_query_budget(api, django_assert_max_num_querie
     # rate-limit counter (database store: no REDIS_URL)
     with django_assert_max_num_queries(4):
         fields_of(api)
+
+
+def test_the_api_answers_scheduled_and_says_the_request_waits_for_a_site(
+    siteless, time_machine, mailoutbox
+):
+    time_machine.move_to(NOON_IN_NEW_YORK, tick=False)
+    client = APIClient()
+    access, _ = issue_tokens(siteless, scope="read write")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {access}")
+    response = client.post(
+        "/api/zapier/send-review-request",
+        {"first_name": "Jane", "email": "jane@example.com"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "scheduled"
+    assert body["scheduled_for"] == "2026-06-10T16:00:00Z"
+    assert "Waiting for a review site" in body["message"]
+
+    request = ReviewRequest.objects.get(pk=body["id"])
+    first = step(request, 0)
+    assert (first.status, first.due_at) == ("planned", None)
+    assert first.waiting_for_review_site
+    assert messages_dispatch_due().claimed == []
+    assert mailoutbox == []

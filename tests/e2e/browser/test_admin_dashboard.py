@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from reviews.models import BusinessSettings
+from tests.e2e.browser import test_back_office as back_office_pages
 from tests.factories import UserFactory
-from tests.reviews.admin import test_admin_browser as back_office_pages
 from tests.support.browser import collect_errors, screenshot
 from tests.support.portal_data import seed_business
 

@@ -13,6 +13,10 @@ import pytest
 from django.utils import timezone
 
 from reviews.models import Click, Message, ReviewRequest, ReviewSite
+from reviews.services import (
+    review_site_add,
+)
+from tests.support.delivery import email_request
 from tests.support.portal_data import add_request, click, fail, leave_feedback, opt_out, send_first
 
 pytestmark = pytest.mark.django_db
@@ -357,3 +361,19 @@ def test_cancelling_an_ended_request_changes_nothing(browser, owner):
 def test_an_unknown_request_id_is_not_found(browser):
     assert browser.get("/portal/requests/00000000-0000-0000-0000-000000000000/").status_code == 404
     assert browser.get("/portal/requests/not-a-uuid/").status_code == 404
+
+
+def test_the_portal_shows_the_banner_and_the_waiting_request(siteless, client):
+    request = email_request(siteless)
+    client.force_login(siteless)
+    page = client.get("/").content.decode()
+    assert "your review requests are waiting" in page
+    assert 'href="/portal/settings/sites/"' in page
+    assert "Waiting for a review site" in page
+
+    detail = client.get(f"/portal/requests/{request.pk}/").content.decode()
+    assert "your review requests are waiting" in detail
+    assert Message.WAITING_FOR_REVIEW_SITE_TEXT in detail
+
+    review_site_add(owner=siteless, url="https://g.page/r/acme/review")
+    assert "your review requests are waiting" not in client.get("/").content.decode()

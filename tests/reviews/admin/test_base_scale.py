@@ -1,0 +1,204 @@
+"""The back office's lists at scale (reviews.admin, PostgreSQL): with 30k requests and 90k
+messages, no query of a list page reads a big table sequentially (except under a LIMIT, which stops
+after the rows it needs), the unfiltered count is the planner's estimate, and the contacts' "opted
+out" filter and the opt-out audit's search each read their own index."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from accounts.models import User
+from reviews.models import Contact, Message, OptOutEvent
+from tests.factories import ContactFactory, ReviewRequestFactory, UserFactory
+from tests.support.scale_data import (
+    analyze,
+    index_access_methods,
+    load_requests,
+    plan_nodes,
+    remove_all,
+)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+BIG_TABLES = {"reviews_reviewrequest", "reviews_contact", "reviews_message"}
+
+
+@pytest.fixture(scope="module")
+def data(django_db_setup, django_db_blocker):
+    """Loaded once for the module (committed), removed after it."""
+    with django_db_blocker.unblock():
+        now = timezone.now()
+        owner, other = UserFactory(business_name="Big Co"), UserFactory()
+        load_requests(owner, count=30_000, newest=now)
+        load_requests(other, count=1_000, newest=now)
+        maria = ContactFactory(
+            owner=other,
+            first_name="Maria",
+            last_name="Garcia",
+            email="Maria.Garcia@Example.com",
+            email_normalized="maria.garcia@example.com",
+            phone="+14155550199",
+        )
+        Message.objects.create(
+            review_request=ReviewRequestFactory(contact=maria),
+            step=1,
+            channel="sms",
+            status="planned",
+        )
+        analyze()
+        message = Message.objects.filter(review_request__owner=owner).first()
+        yield {"owner": owner, "other": other, "message": message}
+        remove_all()
+        User.objects.filter(pk__in=[owner.pk, other.pk]).delete()
+
+
+@pytest.fixture
+def staff(db) -> Client:
+    client = Client()
+    client.force_login(UserFactory.create(is_staff=True, is_superuser=True))
+    return client
+
+
+def explain(sql: str) -> dict:
+    """The plan of a captured statement (``EXPLAIN (FORMAT JSON)``), its top node."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+        (raw,) = cursor.fetchone()
+    return (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+
+
+def sequential_scans(sql: str) -> list[str]:
+    """Big tables the statement reads sequentially, other than under a LIMIT."""
+    plan = explain(sql)
+    return [
+        node["Relation Name"]
+        for node, parent in plan_nodes(plan)
+        if node["Node Type"] == "Seq Scan"
+        and node["Relation Name"] in BIG_TABLES
+        and parent != "Limit"
+    ]
+
+
+def assert_no_table_scan(staff, url, params):
+    with CaptureQueriesContext(connection) as queries:
+        response = staff.get(url, params)
+    assert response.status_code == 200
+    selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    for sql in selects:
+        assert not sequential_scans(sql), sql
+    return response
+
+
+CASES = [
+    ("reviewrequest", {}),
+    ("reviewrequest", {"q": "maria.garcia@example.COM"}),
+    ("reviewrequest", {"q": "garcia"}),
+    ("reviewrequest", {"q": "+1 415 555 0199"}),
+    ("reviewrequest", {"status__exact": "failed"}),
+    ("message", {}),
+    ("message", {"q": "Maria.Garcia@example.com"}),
+    ("message", {"provider": "twilio"}),
+    ("contact", {}),
+    ("contact", {"q": "garcia"}),
+]
+
+
+@pytest.mark.parametrize(("model", "params"), CASES)
+def test_list_pages_read_indexes(data, staff, model, params):
+    assert_no_table_scan(staff, f"/admin/reviews/{model}/", params)
+
+
+@pytest.mark.parametrize("model", ["reviewrequest", "message", "contact"])
+@pytest.mark.parametrize("search", ["Maria.Garcia@example.com", "+1 415 555 0199"])
+def test_a_whole_address_across_businesses_reads_a_btree_key(data, staff, model, search):
+    """Not the trigram index: an equality there intersects the posting lists of every trigram
+    of the address, which grow with the table (staff name no business, so the owner's unique
+    keys cannot serve)."""
+    with CaptureQueriesContext(connection) as queries:
+        response = staff.get(f"/admin/reviews/{model}/", {"q": search})
+    assert response.context["cl"].result_count == 1
+    searches = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and "reviews_contact" in q["sql"]
+    ]
+    assert searches
+    for sql in searches:
+        plan = explain(sql)
+        assert index_access_methods(plan, "reviews_contact") == {"btree"}, plan
+
+
+def test_filters_by_owner_and_search_by_provider_id_read_indexes(data, staff):
+    owner = data["other"]
+    for model in ("reviewrequest", "contact"):
+        page = assert_no_table_scan(staff, f"/admin/reviews/{model}/", {"owner": owner.email})
+        assert page.context["cl"].result_count == 1_001
+    message = data["message"]
+    page = assert_no_table_scan(
+        staff, "/admin/reviews/message/", {"q": message.provider_message_id}
+    )
+    assert list(page.context["cl"].result_list) == [message]
+
+
+def test_the_unfiltered_count_is_an_estimate_and_a_search_count_is_exact(data, staff):
+    page = staff.get("/admin/reviews/message/")
+    paginator = page.context["cl"].paginator
+    assert paginator.count_is_estimate
+    assert 80_000 < paginator.count < 110_000  # 93,003 rows
+    assert "about " in page.content.decode()
+    found = staff.get("/admin/reviews/message/", {"q": "maria.garcia@example.com"})
+    assert not found.context["cl"].paginator.count_is_estimate
+
+
+def indexes_read(client, url: str, params: dict) -> set[str]:
+    """The indexes the page's SELECTs read."""
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url, params)
+    assert response.status_code == 200
+    found = set()
+    for query in queries.captured_queries:
+        if not query["sql"].startswith("SELECT"):
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
+            (raw,) = cursor.fetchone()
+        plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+        found |= {node["Index Name"] for node, _ in plan_nodes(plan) if "Index Name" in node}
+    return found
+
+
+@pytest.mark.parametrize("which", ["sms", "email", "any"])
+def test_the_opted_out_filter_reads_the_opted_out_index(data, staff, which):
+    now = timezone.now()
+    ContactFactory(owner=data["other"], phone="+14155550142", sms_opted_out_at=now)
+    ContactFactory(owner=data["other"], email="gone@example.com", email_opted_out_at=now)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Contact._meta.db_table}")
+    read = indexes_read(staff, "/admin/reviews/contact/", {"opted_out": which})
+    assert "reviews_contact_opted_out" in read, read
+
+
+def test_the_audit_search_reads_the_address_index(data, staff):
+    owner = data["owner"]
+    OptOutEvent.objects.bulk_create(
+        OptOutEvent(
+            owner=owner,
+            channel="sms",
+            action=OptOutEvent.Action.OPT_OUT,
+            source=Contact.OptOutSource.SMS_REPLY,
+            address=f"+1415{2_000_000 + n}",
+        )
+        for n in range(20_000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {OptOutEvent._meta.db_table}")
+    page = staff.get("/admin/reviews/optoutevent/", {"q": "+1 (415) 200-0042"})
+    assert [event.address for event in page.context["cl"].result_list] == ["+14152000042"]
+    read = indexes_read(staff, "/admin/reviews/optoutevent/", {"q": "+14152000042"})
+    assert "reviews_optout_search" in read, read

@@ -1,0 +1,76 @@
+"""The back office's contacts (reviews.admin.contacts): search by a phone number written any way or
+an internationalised address, the opted-out filter, and the CSV import page."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+
+from reviews.models import (
+    Contact,
+)
+from tests.support.portal_data import add_request
+
+pytestmark = pytest.mark.django_db
+
+
+def test_contacts_search_by_phone_written_any_way_and_filter_opted_out(staff, business):
+    add_request(business, mobile_phone_number="+14155552671", first_name="Phoebe")
+    add_request(business, email="olive@example.com", first_name="Olive")
+    Contact.objects.filter(first_name="Olive").update(email_opted_out_at=timezone.now())
+    found = staff.get("/admin/reviews/contact/", {"q": "(415) 555-2671"}).content.decode()
+    assert "Phoebe" in found and "Olive" not in found
+    opted = staff.get("/admin/reviews/contact/", {"opted_out": "any"}).content.decode()
+    assert "Olive" in opted and "Phoebe" not in opted
+    sms = staff.get("/admin/reviews/contact/", {"channel": "sms"}).content.decode()
+    assert "Phoebe" in sms and "Olive" not in sms
+    # All zeros leaves no digits to look for: not a match for every number.
+    zeros = staff.get("/admin/reviews/contact/", {"q": "0000"}).content.decode()
+    assert "Phoebe" not in zeros
+
+
+def test_contacts_search_finds_an_internationalised_address_either_way(staff, business):
+    add_request(business, email="zoe@bücher.de", first_name="Zoë")
+    add_request(business, email="olive@example.com", first_name="Olive")
+    for search in ("bücher.de", "xn--bcher-kva"):
+        found = staff.get("/admin/reviews/contact/", {"q": search}).content.decode()
+        assert "Zoë" in found and "Olive" not in found, search
+
+
+def test_import_page_runs_the_import_and_shows_the_report(staff, business):
+    upload = SimpleUploadedFile(
+        "contacts.csv",
+        b"First Name,E-mail,Mobile,Shoe size\nJane,jane@example.com,,41\nBob,bob@,,\n",
+        content_type="text/csv",
+    )
+    page = staff.post("/admin/reviews/contact/import/", {"owner": business.email, "file": upload})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "2 rows read, 1 review request was scheduled, 1 error." in html
+    assert (
+        '<tr class="has-errors"><td>3</td><td>Not imported</td>'
+        "<td>E-mail: Is not a valid e-mail address.</td>" in html
+    )
+    assert "<code>Shoe size</code>" in html
+    assert Contact.objects.get().source == Contact.Source.IMPORT
+
+
+def test_import_page_dry_run_and_file_errors(staff, business):
+    upload = SimpleUploadedFile("c.csv", b"Email\njane@example.com\n")
+    html = staff.post(
+        "/admin/reviews/contact/import/",
+        {"owner": business.email, "file": upload, "dry_run": "on"},
+    ).content.decode()
+    assert "Dry run: nothing was written" in html and "would be scheduled" in html
+    assert not Contact.objects.exists()
+    bad = SimpleUploadedFile("c.csv", b"Name\nJane\n")
+    html = staff.post(
+        "/admin/reviews/contact/import/", {"owner": business.email, "file": bad}
+    ).content.decode()
+    assert "needs an e-mail column" in html
+    unknown = SimpleUploadedFile("c.csv", b"Email\njane@example.com\n")
+    html = staff.post(
+        "/admin/reviews/contact/import/", {"owner": "nobody@example.com", "file": unknown}
+    ).content.decode()
+    assert "No business with this e-mail." in html
