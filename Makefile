@@ -8,13 +8,14 @@ PORT   ?= 8000
 export PORT
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint typecheck fmt check deploy-check lock clean schema fuzz bench bench-scale bench-test zapier-deps screenshots
+.PHONY: help run test test-fast lint typecheck fmt check deploy-check lock clean schema fuzz bench bench-scale bench-test zapier-deps screenshots
 
 ZAPIER_DIR := integrations/zapier
 
 help:
 	@echo "make run    - install, migrate and run web + worker + beat on http://127.0.0.1:$(PORT)/"
 	@echo "make test   - install test tools, lint, type-check, check migrations and deploy settings, run pytest"
+	@echo "make test-fast - the tests that start no process (all but tests/e2e/), nothing else"
 	@echo "make bench  - measure the write path and the dispatcher (PostgreSQL + Redis, wrk);"
 	@echo "              BENCH_ARGS=\"--quick\" for a smoke run, \"--against main\" to compare with a ref"
 	@echo "make bench-scale - every portal and admin page at 10k and 1M requests (PostgreSQL);"
@@ -91,6 +92,12 @@ PYTEST_XDIST ?= -n 4 --dist loadfile --no-loadscope-reorder
 test: lint typecheck check zapier-deps
 	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
+# The tests alone, without tests/e2e/ (the service's processes, Chromium, a live server, a pytest
+# of its own, the fuzzer): no lint, type-check or checks. In parallel as make test; on the
+# embedded default (no DATABASE_URL or REDIS_URL) well under 2 minutes.
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(PYTEST_XDIST) --ignore=tests/e2e $(PYTEST_ARGS)
+
 # The Zapier app's packages, when Node.js is installed (its tests are skipped otherwise).
 zapier-deps:
 	@if command -v npm >/dev/null 2>&1; then \
@@ -121,11 +128,11 @@ schema: $(VENV)/.installed-dev
 
 # schemathesis against a real gunicorn on the test database, with a real token (bounded in time).
 fuzz: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest tests/connector_api/test_fuzz.py -m fuzz $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/e2e/fuzz -m fuzz $(PYTEST_ARGS)
 
 # Page screenshots (consent page, owner dashboard, admin dashboard) into docs/screenshots/.
 screenshots: $(VENV)/.installed-dev
-	SCREENSHOTS=1 $(BIN)/python -m pytest -m browser -q $(PYTEST_ARGS)
+	SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/browser -m browser -q $(PYTEST_ARGS)
 
 lock:
 	$(BIN)/python -m pip install --quiet uv

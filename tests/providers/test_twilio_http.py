@@ -1,8 +1,8 @@
 """Twilio's transport (``providers/twilio_http.py``): the request the SDK asked for, sent
 once through a urllib3 pool, with the environment's proxy and CA bundle as requests reads them.
 Sending through the fake provider, the answers and every error path are covered by
-``tests/reviews/test_sending.py`` (refused, hang, drop, 5xx: one attempt each) and
-``tests/reviews/test_faults.py``."""
+``tests/reviews/services/test_sending.py`` (refused, hang, drop, 5xx: one attempt each) and
+``tests/e2e/processes/test_faults.py``."""
 
 from __future__ import annotations
 

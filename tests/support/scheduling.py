@@ -25,12 +25,12 @@ import pytest
 # Long tests that start no service process: paths under tests/.
 LONG_MODULES = frozenset(
     {
-        "support/test_test_database.py",  # a whole pytest run of its own (~14 s)
-        "activity/test_services.py",  # days of events for the query plans (~15 s)
-        "activity/test_dashboard.py",  # the same for the dashboard's series (~6 s)
-        "portal/test_dashboard_scale.py",  # 33,000 requests loaded for the module (~4 s)
-        "reviews/admin/test_changelists_scale.py",  # the same for the back office's lists
-        "reviews/admin/test_filters_scale.py",  # and its filters
+        "e2e/pytest_runs/test_test_database.py",  # a whole pytest run of its own (~14 s)
+        "activity/test_selectors.py",  # two years of requests, days of rollup rows, for the plans
+        "activity/test_owner_dashboard.py",  # two years of a busy business's rollup, for the plans
+        "activity/test_services.py",  # days of events, rolled up and rebuilt
+        "portal/test_selectors_scale.py",  # 33,000 requests loaded for the module (~4 s)
+        "reviews/admin/test_base_scale.py",  # the same for the back office's lists and filters
     }
 )
 
