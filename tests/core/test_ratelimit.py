@@ -31,6 +31,30 @@ TOKEN = "/api/oauth/zapier/token"
 REVOKE_TOKEN = "/api/oauth/zapier/revoke_token"
 REVOKE = "/api/oauth/zapier/revoke"
 
+_addresses = itertools.count(1)
+
+
+@pytest.fixture
+def client_ip():
+    """A client address of this test's own (REMOTE_ADDR for Django's test clients)."""
+    n = next(_addresses)
+    return f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"
+
+
+@pytest.fixture
+def limit(settings):
+    """A small hourly limit, so that tests can reach it."""
+    settings.RATE_LIMIT_PER_HOUR = 3
+    return 3
+
+
+def rate_headers(response) -> tuple[int, int, int]:
+    return (
+        int(response["X-RateLimit-Limit"]),
+        int(response["X-RateLimit-Remaining"]),
+        int(response["X-RateLimit-Reset"]),
+    )
+
 
 def bearer(token: str, **extra) -> APIClient:
     client = APIClient(**extra)
@@ -424,28 +448,3 @@ def test_the_consent_page_counts_per_ip_and_says_429_in_html(limit, client_ip):
     assert refused["Content-Type"].startswith("text/html")
     assert refused["Retry-After"].isdigit()
     assert rate_headers(refused)[1] == 0
-
-
-_addresses = itertools.count(1)
-
-
-@pytest.fixture
-def client_ip():
-    """A client address of this test's own (REMOTE_ADDR for Django's test clients)."""
-    n = next(_addresses)
-    return f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"
-
-
-@pytest.fixture
-def limit(settings):
-    """A small hourly limit, so that tests can reach it."""
-    settings.RATE_LIMIT_PER_HOUR = 3
-    return 3
-
-
-def rate_headers(response) -> tuple[int, int, int]:
-    return (
-        int(response["X-RateLimit-Limit"]),
-        int(response["X-RateLimit-Remaining"]),
-        int(response["X-RateLimit-Reset"]),
-    )
