@@ -283,6 +283,17 @@ def test_unknown_channels_and_steps_are_not_found(browser, path):
     assert browser.post(f"{path}reset/").status_code == 404
 
 
+SITES_URL = "/portal/settings/sites/"
+
+
+def labels(owner) -> list[str]:
+    return list(
+        ReviewSite.objects.filter(owner=owner)
+        .order_by("position", "created_at")
+        .values_list("label", flat=True)
+    )
+
+
 class TestSites:
     """The review sites page: add (Yelp refused with the model's message), reorder, remove; for
     a business that lists no review site yet."""
@@ -379,14 +390,3 @@ class TestSites:
             with pytest.raises(ValidationError):
                 review_sites_reorder(owner=owner, site_ids=ids)
         assert review_sites_reorder(owner=owner, site_ids=[mine.pk]) == [mine]
-
-
-SITES_URL = "/portal/settings/sites/"
-
-
-def labels(owner) -> list[str]:
-    return list(
-        ReviewSite.objects.filter(owner=owner)
-        .order_by("position", "created_at")
-        .values_list("label", flat=True)
-    )
