@@ -1,8 +1,8 @@
 /* Contract tests of the Zapier app against the live service, as Zapier's runtime runs it.
  *
- * Started by tests/integrations/test_zapier_app.py, which runs the real service on 127.0.0.1, registers
- * an OAuth client, obtains an authorization code through the login and consent pages, and passes
- * everything in the environment. Run alone only with those variables set.
+ * Started by tests/e2e/processes/test_zapier_app.py, which runs the real service on 127.0.0.1,
+ * registers an OAuth client, obtains an authorization code through the login and consent pages,
+ * and passes everything in the environment. Run alone only with those variables set.
  */
 /* globals describe, it, expect */
 
