@@ -1,5 +1,5 @@
-"""The owner (accounts.models.User): an e-mail login in any case, unique whatever the case, and
-the business's defaults."""
+"""The owner (accounts.models.User): an e-mail login in any case, unique whatever the case, the
+business's defaults, and staff (createsuperuser) with no business name."""
 
 from __future__ import annotations
 
