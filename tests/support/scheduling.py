@@ -22,15 +22,18 @@ from pathlib import Path
 
 import pytest
 
-# Long tests that start no service process: paths under tests/.
+# Long tests that start no service process: paths under tests/ (figures: PostgreSQL, one module
+# alone, on a busy 2-core machine).
 LONG_MODULES = frozenset(
     {
-        "e2e/pytest_runs/test_test_database.py",  # a whole pytest run of its own (~14 s)
-        "activity/test_selectors.py",  # two years of requests, days of rollup rows, for the plans
-        "activity/test_owner_dashboard.py",  # two years of a busy business's rollup, for the plans
-        "activity/test_services.py",  # days of events, rolled up and rebuilt
-        "portal/test_selectors_scale.py",  # 33,000 requests loaded for the module (~4 s)
-        "reviews/admin/test_base_scale.py",  # the same for the back office's lists and filters
+        "e2e/pytest_runs/test_test_database.py",  # a whole pytest run of its own (~15-40 s)
+        "e2e/pytest_runs/test_var_dir.py",  # a pytest collection of its own (~10-25 s)
+        "reviews/test_migrations.py",  # migrations run back and forth for each test (~40 s)
+        "config/test_settings.py",  # a fresh interpreter for each probe of the settings (~25 s)
+        "activity/test_selectors.py",  # two years of requests, days of rollup rows (~20 s)
+        "activity/test_owner_dashboard.py",  # two years of a busy business's rollup (~15 s)
+        "portal/test_selectors_scale.py",  # 33,000 requests loaded for the module (~13 s)
+        "reviews/admin/test_base_scale.py",  # the same for the back office's lists (~13 s)
     }
 )
 
