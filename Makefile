@@ -94,7 +94,7 @@ test: lint typecheck check zapier-deps
 
 # The tests alone, without tests/e2e/ (the service's processes, Chromium, a live server, a pytest
 # of its own, the fuzzer): no lint, type-check or checks. In parallel as make test; on the
-# embedded default (no DATABASE_URL or REDIS_URL) about 90 s on 2 cores.
+# embedded default (no DATABASE_URL or REDIS_URL) 1.5 to 1.7 minutes on 2 cores.
 test-fast: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_XDIST) --ignore=tests/e2e $(PYTEST_ARGS)
 
