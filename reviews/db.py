@@ -217,7 +217,8 @@ def _row(obj: models.Model) -> dict[str, object]:
     # ``pre_save`` as ``save()`` runs it (``auto_now_add``); ``get_db_prep_save`` is left out:
     # on PostgreSQL it returns every value of these models' field types unchanged, but for
     # wrapping a JSONField's value for psycopg, and here the JSON array carries that value
-    # itself. (The rows read back field for field as created: tests/reviews/test_add_contact.)
+    # itself. (The rows read back field for field as created:
+    # tests/reviews/services/test_contacts.py.)
     return {column(field): field.pre_save(obj, True) for field in obj._meta.concrete_fields}
 
 
