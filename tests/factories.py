@@ -9,7 +9,7 @@ from __future__ import annotations
 import factory
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import Location, User
 from contact_input.normalize import email_key
 from reviews.models import Contact, ReviewRequest, ReviewSite
 
@@ -31,6 +31,18 @@ class UserFactory(factory.django.DjangoModelFactory[User]):
     def _save(obj, create, extracted, **kwargs):
         if create:
             obj.save()
+
+
+class LocationFactory(factory.django.DjangoModelFactory[Location]):
+    """A location at the end of its account's list (the account's first is its default)."""
+
+    class Meta:
+        model = Location
+
+    account = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"Location {n}")
+    time_zone = "America/New_York"
+    position = factory.LazyAttribute(lambda o: Location.objects.filter(account=o.account).count())
 
 
 class ReviewSiteFactory(factory.django.DjangoModelFactory[ReviewSite]):
