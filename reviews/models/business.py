@@ -100,6 +100,7 @@ class ReviewSite(models.Model):
         super().clean()
         if self.url and ReviewSite.kind_for_url(self.url) is None:
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
+        _check_location(self)
 
     @staticmethod
     def listed_by(owner_id: uuid.UUID) -> bool:
@@ -591,12 +592,20 @@ class LocationSettings(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        _check_location(self)
         if (self.send_window_start is None) != (self.send_window_end is None):
             raise ValidationError(
                 {"send_window_end": "Give both ends of the sending hours, or neither."}
             )
         if self.send_window_start is not None and self.send_window_start == self.send_window_end:
             raise ValidationError({"send_window_end": "Must differ from the start."})
+
+
+def _check_location(row: ReviewSite | LocationSettings | MessageTemplate) -> None:
+    """A row's location is one of its owner's."""
+    location = row.location if row.location_id is not None else None
+    if location is not None and row.owner_id is not None and location.account_id != row.owner_id:
+        raise ValidationError({"location": "A location of another business."})
 
 
 def _locations_of(owner) -> list[Location]:
@@ -719,6 +728,7 @@ class MessageTemplate(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        _check_location(self)
         errors: dict[str, list[str]] = {}
         body = (self.body or "").replace("\r\n", "\n").strip()
         limit = MAX_SMS_TEMPLATE_CHARS if self.channel == Channel.SMS else MAX_EMAIL_TEMPLATE_CHARS

@@ -241,3 +241,19 @@ def test_pinning_gives_rows_with_no_location_the_one_given_in_batches(account, m
     assert location_rows_pin(owner=owner, location_id=downtown.pk) == 4
     assert {r.location_id for r in type(requests[0]).objects.filter(owner=owner)} == {downtown.pk}
     assert location_rows_pin(owner=owner, location_id=downtown.pk) == 0
+
+
+def test_a_row_never_points_at_another_businesss_location(account):
+    owner, _, _ = account
+    elsewhere = LocationFactory()
+    rows = [
+        ReviewSite(owner=owner, location=elsewhere, url="https://g.page/r/x/review", label="G"),
+        MessageTemplate(
+            owner=owner, location=elsewhere, channel="sms", step=0, body="{review_link}"
+        ),
+        LocationSettings(owner=owner, location=elsewhere),
+    ]
+    for row in rows:
+        with pytest.raises(ValidationError) as error:
+            row.full_clean()
+        assert "A location of another business." in error.value.message_dict["location"]
