@@ -143,3 +143,20 @@ def test_a_locations_own_sending_hours_apply_to_its_requests_only(account, time_
         owner=owner, location_id=harbour.pk, changes={"send_window_applies_to": "none"}
     )
     assert add(owner, harbour, "b@example.com").scheduled_for == NINE_THIRTY_IN_NEW_YORK
+
+
+def test_a_follow_up_waits_for_the_morning_of_its_requests_location(account, time_machine):
+    owner, downtown, harbour = account
+    business_settings_update(owner=owner, changes={"follow_up_offsets_hours": [12]})
+    sent_at = datetime(2026, 6, 10, 18, 0, tzinfo=UTC)  # +12 h: 02:00 in New York, 23:00 there
+    time_machine.move_to(sent_at, tick=False)
+    at_downtown = add(owner, downtown, "a@example.com")
+    at_harbour = add(owner, harbour, "b@example.com")
+    dispatch_and_send()
+    follow_ups = {
+        request.pk: request.messages.get(step=1).due_at for request in (at_downtown, at_harbour)
+    }
+    assert follow_ups == {
+        at_downtown.pk: datetime(2026, 6, 11, 12, 0, tzinfo=UTC),  # 08:00 in New York
+        at_harbour.pk: datetime(2026, 6, 11, 15, 0, tzinfo=UTC),  # 08:00 in San Diego
+    }
