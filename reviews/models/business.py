@@ -383,7 +383,10 @@ class BusinessSettings(models.Model):
     def _load(cls, owner) -> tuple[BusinessSettings, bool, list[dict], bool]:
         """``for_owner``'s read of the database: the settings row with whether the business
         lists a review site, then its locations with their own settings; two queries. On first
-        use the row and the first location are created: then the last value is True."""
+        use the row and the first location are created: then the last value is True. A member
+        has no settings of their own: ``ValueError``."""
+        if owner.is_member:
+            raise ValueError(f"{owner.email} is a member: read the account's settings")
         sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
         obj, created = cls.objects.annotate(
             has_review_site=Exists(sites), has_unplaced_site=Exists(sites.filter(location=None))

@@ -6,7 +6,7 @@ import pytest
 
 from accounts.access import access_for, can_manage_account, can_write, location_q, reaches
 from accounts.models import Role
-from reviews.models import ReviewRequest
+from reviews.models import BusinessSettings, ReviewRequest
 from reviews.selectors import contacts_visible, review_requests_visible
 from tests.factories import (
     ContactFactory,
@@ -124,3 +124,10 @@ def test_access_for_a_member_costs_two_queries_and_an_owner_one(account, django_
         access_for(manager)
     with django_assert_num_queries(1):
         access_for(owner)
+
+
+def test_a_member_is_never_read_as_an_account(account):
+    _, _, manager, _ = account
+    with pytest.raises(ValueError, match="is a member"):
+        BusinessSettings.for_owner(manager)
+    assert not BusinessSettings.objects.filter(owner=manager).exists()
