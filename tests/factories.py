@@ -45,6 +45,16 @@ class LocationFactory(factory.django.DjangoModelFactory[Location]):
     position = factory.LazyAttribute(lambda o: Location.objects.filter(account=o.account).count())
 
 
+def first_location(account: User, **fields) -> Location:
+    """The location an owner gets with its creation (the account's default), with ``fields``
+    changed."""
+    location = Location.objects.get(account=account, position=0)
+    for name, value in fields.items():
+        setattr(location, name, value)
+    location.save()
+    return location
+
+
 class ReviewSiteFactory(factory.django.DjangoModelFactory[ReviewSite]):
     class Meta:
         model = ReviewSite

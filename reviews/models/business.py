@@ -21,7 +21,6 @@ from django.db.models.functions import Coalesce
 
 from accounts.access import locations_q
 from accounts.models import Location
-from accounts.services import location_default
 from contact_input.normalize import MAX_DELAY_HOURS
 from core import versioned_cache
 
@@ -89,7 +88,7 @@ class ReviewSite(models.Model):
                 "url",
                 name="reviews_site_owner_location_url_unique",
                 violation_error_message="A review site with this link already exists at this "
-                "location.",
+                "location.",  # ReviewSite.DUPLICATE
             ),
         ]
 
@@ -101,6 +100,29 @@ class ReviewSite(models.Model):
         if self.url and ReviewSite.kind_for_url(self.url) is None:
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
         _check_location(self)
+        if self.url and self.owner_id is not None and self._listed_at_its_location():
+            raise ValidationError({"url": self.DUPLICATE})
+
+    DUPLICATE = "A review site with this link already exists at this location."
+
+    def _listed_at_its_location(self) -> bool:
+        """Whether another site of the owner with this link is at this site's location (no
+        location, on either: the default location's), which the unique constraint, comparing
+        NULL as a location of its own, does not see."""
+        order = list(
+            Location.objects.filter(account_id=self.owner_id)
+            .order_by("position", "created_at")
+            .values_list("pk", flat=True)[:1]
+        )
+        default = order[0] if order else None
+        place = self.location_id or default
+        same = (
+            locations_q([place], default_location_id=default, field="location")
+            if place is not None
+            else Q(location__isnull=True)
+        )
+        others = ReviewSite.objects.filter(same, owner_id=self.owner_id, url=self.url)
+        return others.exclude(pk=self.pk).exists()
 
     @staticmethod
     def listed_by(owner_id: uuid.UUID) -> bool:
@@ -344,8 +366,8 @@ class BusinessSettings(models.Model):
     @classmethod
     def for_owner(cls, owner) -> BusinessSettings:
         """The account's settings (read-only: save changes through
-        ``business_settings_update``) with its locations, created with the defaults (and the
-        first location) on first use; ``at(location_id)`` applies a location's own.
+        ``business_settings_update``) with its locations, created with the defaults on first
+        use; ``at(location_id)`` applies a location's own.
 
         Served from the cache when it has them: every save or delete of the settings, a
         location, its settings or a review site invalidates the entry (``reviews.receivers``)
@@ -359,7 +381,7 @@ class BusinessSettings(models.Model):
             obj = versioned_cache.model_from_values(cls, values)
         else:
             obj, has_review_site, locations, created = cls._load(owner)
-            if created:  # a save of ours invalidated the entry: load again, after it
+            if created:  # our save invalidated the entry: load again, after it
                 read = versioned_cache.read(read.key)
                 obj, has_review_site, locations, _ = cls._load(owner)
             versioned_cache.write(
@@ -371,6 +393,21 @@ class BusinessSettings(models.Model):
                 },
                 timeout=cls.CACHE_SECONDS,
             )
+        return cls._with(obj, owner, has_review_site, locations)
+
+    @classmethod
+    def fresh(cls, owner) -> BusinessSettings:
+        """``for_owner`` read from the database and not cached: for a transaction that has
+        written (a review site, a location) and may still roll back, whose reads must not
+        outlive it in the cache."""
+        obj, has_review_site, locations, _ = cls._load(owner)
+        return cls._with(obj, owner, has_review_site, locations)
+
+    @classmethod
+    def _with(
+        cls, obj: BusinessSettings, owner, has_review_site: bool, locations: list[dict]
+    ) -> BusinessSettings:
+        """The loaded row with what comes with it, not columns."""
         obj.owner = owner  # spare a query for the time zone
         # Whether the business lists a review site, and its locations (each with whether it
         # lists one: ``Message.hold_reason``), cached with the settings: a review site's or a
@@ -383,8 +420,9 @@ class BusinessSettings(models.Model):
     def _load(cls, owner) -> tuple[BusinessSettings, bool, list[dict], bool]:
         """``for_owner``'s read of the database: the settings row with whether the business
         lists a review site, then its locations with their own settings; two queries. On first
-        use the row and the first location are created: then the last value is True. A member
-        has no settings of their own: ``ValueError``."""
+        use the row is created: then the last value is True (a location never is: an account
+        without one, made before locations by hand, has requests with no location, which its
+        first location will own). A member has no settings of their own: ``ValueError``."""
         if owner.is_member:
             raise ValueError(f"{owner.email} is a member: read the account's settings")
         sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
@@ -397,9 +435,6 @@ class BusinessSettings(models.Model):
         else:
             has_review_site, has_unplaced_site = obj.has_review_site, obj.has_unplaced_site
         rows = _locations_of(owner)
-        if not rows:
-            location_default(account=owner)
-            rows, created = _locations_of(owner), True
         locations = [
             _location_values(location, is_default=n == 0, has_unplaced_site=has_unplaced_site)
             for n, location in enumerate(rows)
@@ -410,8 +445,8 @@ class BusinessSettings(models.Model):
         """This account's policy at one of its locations (``None``: the default one): the
         location's sender name, postal address and sending window where it sets them, its
         time zone, whether it lists a review site. ``UnknownLocation`` for another account's
-        location. The account's own policy when it has no location loaded (a row read
-        without ``for_owner``)."""
+        location. The account's own policy when it has no location (an account made by hand
+        without one, or a row read without ``for_owner``)."""
         account = self.account_policy or self
         if not account.locations:
             return account

@@ -26,7 +26,7 @@ from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Location, User
-from accounts.services import location_create, location_rows
+from accounts.services import location_default, location_rows
 
 from ..models import (
     BusinessSettings,
@@ -74,7 +74,7 @@ def business_create(
             default_region=default_region.upper(),
         )
         BusinessSettings.objects.create(owner=owner)
-        location = location_create(account=owner, name=Location.default_name(owner))
+        location = location_default(account=owner)  # made with the owner
         for position, url in enumerate(review_urls):
             review_site_add(owner=owner, url=url, position=position, location_id=location.pk)
     return owner
@@ -253,7 +253,8 @@ def messages_release_waiting(*, owner: User, location_id: uuid.UUID | None = Non
     Run in the transaction that adds the site, after ``BusinessSettings.lock_for``
     (``review_site_add``, whichever page adds the site). Requests are locked before their
     messages, the order of every writer that changes both."""
-    policy = BusinessSettings.for_owner(owner).at(location_id)
+    # Read, not cached: this transaction wrote the site, and may roll back.
+    policy = BusinessSettings.fresh(owner).at(location_id)
     location = policy.location
     held = Message.objects.filter(
         review_request__owner=owner,

@@ -13,6 +13,7 @@ from tests.factories import (
     LocationFactory,
     ReviewRequestFactory,
     UserFactory,
+    first_location,
 )
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +24,7 @@ def account():
     """An owner with three locations (Downtown, the default, first), and a manager of Uptown
     and Downtown, a viewer of Airport."""
     owner = UserFactory()
-    downtown = LocationFactory(account=owner, name="Downtown")
+    downtown = first_location(owner, name="Downtown")
     uptown = LocationFactory(account=owner, name="Uptown")
     airport = LocationFactory(account=owner, name="Airport")
     manager = UserFactory(account=owner, role=Role.MANAGER)

@@ -53,6 +53,15 @@ def test_a_members_user_goes_with_its_account():
     assert not User.objects.filter(pk=member.pk).exists()
 
 
+def test_a_new_owner_has_its_first_location_and_staff_and_members_none():
+    owner = UserFactory(business_name="Acme", time_zone="Europe/Rome")
+    [first] = Location.objects.filter(account=owner)
+    assert (first.name, first.time_zone, first.position) == ("Acme", "Europe/Rome", 0)
+    assert not Location.objects.filter(account=UserFactory(is_staff=True)).exists()
+    member = UserFactory(account=owner, role=Role.VIEWER)
+    assert not Location.objects.filter(account=member).exists()
+
+
 def test_location_names_are_unique_within_an_account_only():
     owner, other = UserFactory(), UserFactory()
     LocationFactory(account=owner, name="Downtown")

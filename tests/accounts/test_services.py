@@ -25,6 +25,7 @@ from tests.factories import (
     ReviewRequestFactory,
     ReviewSiteFactory,
     UserFactory,
+    first_location,
 )
 from tests.support.oauth import issue_tokens
 
@@ -41,7 +42,8 @@ def owner():
 
 @pytest.fixture
 def locations(owner):
-    return [LocationFactory(account=owner, name=name) for name in ("Downtown", "Uptown", "Airport")]
+    first = first_location(owner, name="Downtown")
+    return [first, *(LocationFactory(account=owner, name=name) for name in ("Uptown", "Airport"))]
 
 
 def names(owner) -> list[str]:
@@ -140,15 +142,17 @@ def test_a_location_with_requests_or_the_last_one_is_not_deleted(owner, location
     with pytest.raises(ValidationError, match="has review requests"):
         services.location_delete(account=owner, location_id=downtown.pk)
     alone = UserFactory()
-    only = LocationFactory(account=alone)
+    only = Location.objects.get(account=alone)
     with pytest.raises(ValidationError, match="at least one location"):
         services.location_delete(account=alone, location_id=only.pk)
 
 
-def test_an_account_without_a_location_gets_its_first_on_first_use(owner):
-    first = services.location_default(account=owner)
-    assert (first.name, first.time_zone, first.position) == ("Acme Plumbing", "America/Chicago", 0)
-    assert services.location_default(account=owner) == first
+def test_an_account_without_a_location_gets_its_first_on_first_use():
+    made_by_hand = UserFactory(is_staff=True, business_name="Acme", time_zone="America/Chicago")
+    assert not Location.objects.filter(account=made_by_hand).exists()
+    first = services.location_default(account=made_by_hand)
+    assert (first.name, first.time_zone, first.position) == ("Acme", "America/Chicago", 0)
+    assert services.location_default(account=made_by_hand) == first
 
 
 # --- members --------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from reviews.services import (
     location_settings_update,
     message_template_save,
 )
-from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory
+from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory, first_location
 from tests.reviews.conftest import dispatch_and_send
 from tests.support.contacts import contact_input
 
@@ -38,7 +38,7 @@ def account(settings):
             "send_window_applies_to": "all",
         },
     )
-    downtown = LocationFactory(account=owner, name="Downtown", time_zone="America/New_York")
+    downtown = first_location(owner, name="Downtown", time_zone="America/New_York")
     harbour = LocationFactory(account=owner, name="Harbour", time_zone="America/Los_Angeles")
     for location in (downtown, harbour):
         ReviewSiteFactory(owner=owner, location=location)

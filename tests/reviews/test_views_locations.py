@@ -13,6 +13,7 @@ from tests.factories import (
     ReviewRequestFactory,
     ReviewSiteFactory,
     UserFactory,
+    first_location,
 )
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def account():
     owner = UserFactory(business_name="Acme")
-    downtown = LocationFactory(account=owner, name="Downtown")
+    downtown = first_location(owner, name="Downtown")
     harbour = LocationFactory(account=owner, name="Harbour")
     sites = {
         "down_google": ReviewSiteFactory(

@@ -7,6 +7,7 @@ from datetime import time
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from accounts.models import Location
 from accounts.services import location_create, location_move, location_update
@@ -36,6 +37,7 @@ from tests.factories import (
     ReviewRequestFactory,
     ReviewSiteFactory,
     UserFactory,
+    first_location,
 )
 from tests.support.contacts import contact_input
 
@@ -49,7 +51,7 @@ def account():
     owner = UserFactory(business_name="Acme", time_zone="America/New_York")
     return (
         owner,
-        LocationFactory(account=owner, name="Downtown"),
+        first_location(owner, name="Downtown"),
         LocationFactory(account=owner, name="Uptown", time_zone="America/Chicago"),
     )
 
@@ -257,3 +259,27 @@ def test_a_row_never_points_at_another_businesss_location(account):
         with pytest.raises(ValidationError) as error:
             row.full_clean()
         assert "A location of another business." in error.value.message_dict["location"]
+
+
+def test_nothing_a_rolled_back_transaction_wrote_is_left_in_the_cached_settings():
+    """An account made by hand without a location gets its first with its first site; if that
+    transaction rolls back, the cached settings must not name the location that never was
+    (a request would point at it)."""
+    owner = UserFactory(is_staff=True)  # made without a location
+    BusinessSettings.for_owner(owner)
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo), transaction.atomic():
+        review_site_add(owner=owner, url="https://g.page/r/x/review")
+        raise Undo
+    assert not Location.objects.filter(account=owner).exists()
+    assert BusinessSettings.for_owner(owner).locations == ()
+    request = contact_add(
+        owner=owner, data=contact_input(owner, {"email": "a@example.com"})
+    ).review_request
+    assert request.location_id is None  # the default location, whichever it will be
+    site = review_site_add(owner=owner, url="https://g.page/r/x/review")
+    assert Location.objects.get(account=owner).pk == site.location_id
+    assert request.messages.get(step=0).status == Message.Status.PENDING  # released

@@ -17,6 +17,7 @@ from tests.factories import (
     ReviewRequestFactory,
     ReviewSiteFactory,
     UserFactory,
+    first_location,
 )
 from tests.support.contacts import contact_input
 
@@ -37,7 +38,7 @@ def account():
     """A business with two locations, each listing a review site: Downtown (the default) and
     Uptown."""
     owner = UserFactory(business_name="Acme", time_zone="America/New_York")
-    downtown = LocationFactory(account=owner, name="Downtown")
+    downtown = first_location(owner, name="Downtown")
     uptown = LocationFactory(account=owner, name="Uptown")
     for location in (downtown, uptown):
         ReviewSiteFactory(owner=owner, location=location)
