@@ -75,8 +75,8 @@ def contact_add(
     Contacts are one per account, whatever the location; requests are per location: the
     blocking request is the contact's at this location (one with no location is the default
     location's), so the same person added at another location gets that location's own request
-    (each listing is its own review). A new request always records its location, and is
-    planned by the location's policy (``BusinessSettings.at``: its sending window, time zone
+    (each listing is its own review). A new request records its location (none only for an
+    account made by hand without one), and is planned by the location's policy (``BusinessSettings.at``: its sending window, time zone
     and review sites). ``ValidationError`` on ``location_id`` for a location of another account.
 
     Concurrency: the transaction first serialises adds of one person
