@@ -5,13 +5,9 @@ and ``AddConstraintOnline`` / ``RemoveConstraintOnline`` the same for a unique c
 PostgreSQL keeps as a unique index (one with a condition or expressions), so a deploy on a big
 database does not block writes for the minutes a build takes (the migration using them must set
 ``atomic = False``); elsewhere (SQLite) they are ``AddIndex`` / ``RemoveIndex`` /
-``AddConstraint`` / ``RemoveConstraint``. ``AddForeignKeyOnline`` gives a column added without
-its foreign key (``db_constraint=False``) the constraint: on PostgreSQL added ``NOT VALID`` (a
-moment's lock) then validated while reads and writes go on, where adding the column with its
-constraint would scan the whole table under an exclusive lock. A concurrent build that fails
-leaves an INVALID index behind: drop it and run ``migrate`` again. To replace a unique
-constraint, add the new one before removing the old: rows are checked by one or the other
-throughout.
+``AddConstraint`` / ``RemoveConstraint``. A concurrent build that fails leaves an INVALID index
+behind: drop it and run ``migrate`` again. To replace a unique constraint, add the new one
+before removing the old: rows are checked by one or the other throughout.
 """
 
 from __future__ import annotations
@@ -186,52 +182,3 @@ def _remove_online(
         return
     sql = constraint.remove_sql(model, schema_editor)
     schema_editor.execute(_with_concurrently(sql, "DROP INDEX"), params=None)
-
-
-class AddForeignKeyOnline(migrations.AlterField):
-    """``AlterField`` from a ``ForeignKey`` with ``db_constraint=False`` to the same key with its
-    constraint. PostgreSQL: ``ADD CONSTRAINT ... NOT VALID`` then ``VALIDATE CONSTRAINT``, each
-    its own transaction (the migration must set ``atomic = False``): validating takes a lock
-    that lets reads and writes go on. Elsewhere, and back: ``AlterField``."""
-
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        if schema_editor.connection.vendor != "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-            return
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        field = model._meta.get_field(self.name)
-        if not isinstance(field, models.ForeignKey) or not field.db_constraint:  # type: ignore[attr-defined]
-            raise ValueError(f"{self.name}: not a foreign key with its constraint")
-        table, column, target = model._meta.db_table, str(field.column), field.target_field
-        name = f"{table}_{column}_fk"
-        quote = schema_editor.quote_name
-        schema_editor.execute(
-            f"ALTER TABLE {quote(table)} ADD CONSTRAINT {quote(name)} FOREIGN KEY "
-            f"({quote(column)}) REFERENCES {quote(target.model._meta.db_table)} "
-            f"({quote(str(target.column))}){schema_editor.connection.ops.deferrable_sql()} "
-            "NOT VALID"
-        )
-        schema_editor.execute(f"ALTER TABLE {quote(table)} VALIDATE CONSTRAINT {quote(name)}")
-
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        from_model = from_state.apps.get_model(app_label, self.model_name)
-        schema_editor.alter_field(
-            from_model, from_model._meta.get_field(self.name), model._meta.get_field(self.name)
-        )

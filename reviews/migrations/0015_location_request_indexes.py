@@ -1,8 +1,5 @@
-"""The review requests' foreign key, index and constraint for locations, built without blocking
-writes:
+"""The review requests' index and constraint for locations, built without blocking writes:
 
-* the location's foreign key constraint, added ``NOT VALID`` then validated (adding the column
-  with it in 0014 would have scanned the whole table under an exclusive lock);
 * ``reviews_request_location_list`` (location, owner, -created_at, -id): a location's requests,
   newest first (the NULL location, the default's, included);
 * ``reviews_request_one_active_per_contact_location`` replaces
@@ -13,17 +10,11 @@ writes:
 ``CONCURRENTLY`` on PostgreSQL (the migration is not atomic; ``core.migration_operations``).
 """
 
-import django.db.models.deletion
 import django.db.models.functions.comparison
 import uuid
 from django.db import migrations, models
 
-from core.migration_operations import (
-    AddConstraintOnline,
-    AddForeignKeyOnline,
-    AddIndexOnline,
-    RemoveConstraintOnline,
-)
+from core.migration_operations import AddConstraintOnline, AddIndexOnline, RemoveConstraintOnline
 
 
 class Migration(migrations.Migration):
@@ -34,18 +25,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        AddForeignKeyOnline(
-            model_name="reviewrequest",
-            name="location",
-            field=models.ForeignKey(
-                blank=True,
-                db_index=False,
-                null=True,
-                on_delete=django.db.models.deletion.RESTRICT,
-                related_name="review_requests",
-                to="accounts.location",
-            ),
-        ),
         AddIndexOnline(
             model_name="reviewrequest",
             index=models.Index(

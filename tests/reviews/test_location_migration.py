@@ -173,22 +173,3 @@ def test_the_new_unique_index_is_built_and_the_old_one_dropped_on_postgresql(tra
         "COALESCE(location_id, '00000000-0000-0000-0000-000000000000'::uuid)"
         in indexes["reviews_request_one_active_per_contact_location"]
     )
-
-
-def test_the_requests_location_is_a_foreign_key_after_the_migrations(transactional_db):
-    with connection.cursor() as cursor:
-        constraints = connection.introspection.get_constraints(cursor, "reviews_reviewrequest")
-    keys = [c["foreign_key"] for c in constraints.values() if c["columns"] == ["location_id"]]
-    assert ("accounts_location", "id") in keys
-
-
-@pytest.mark.postgres
-def test_on_postgresql_the_foreign_key_is_validated(transactional_db):
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT conname, convalidated, condeferrable, condeferred FROM pg_constraint "
-            "WHERE conrelid = 'reviews_reviewrequest'::regclass AND contype = 'f' "
-            "AND conkey = ARRAY[(SELECT attnum FROM pg_attribute WHERE attname = 'location_id' "
-            "AND attrelid = 'reviews_reviewrequest'::regclass)]"
-        )
-        assert cursor.fetchall() == [("reviews_reviewrequest_location_id_fk", True, True, True)]
