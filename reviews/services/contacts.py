@@ -76,8 +76,9 @@ def contact_add(
     blocking request is the contact's at this location (one with no location is the default
     location's), so the same person added at another location gets that location's own request
     (each listing is its own review). A new request records its location (none only for an
-    account made by hand without one), and is planned by the location's policy (``BusinessSettings.at``: its sending window, time zone
-    and review sites). ``ValidationError`` on ``location_id`` for a location of another account.
+    account made by hand without one), and is planned by the location's policy
+    (``BusinessSettings.at``: its sending window, time zone and review sites).
+    ``ValidationError`` on ``location_id`` for a location of another account.
 
     Concurrency: the transaction first serialises adds of one person
     (``db.contact_add_lock``),

@@ -173,3 +173,17 @@ def test_the_new_unique_index_is_built_and_the_old_one_dropped_on_postgresql(tra
         "COALESCE(location_id, '00000000-0000-0000-0000-000000000000'::uuid)"
         in indexes["reviews_request_one_active_per_contact_location"]
     )
+
+
+def test_the_requests_location_is_a_validated_foreign_key_after_the_migrations(transactional_db):
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, "reviews_reviewrequest")
+        keys = [c["foreign_key"] for c in constraints.values() if c["columns"] == ["location_id"]]
+        assert ("accounts_location", "id") in keys
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT bool_and(convalidated) FROM pg_constraint WHERE contype = 'f' "
+                "AND conrelid = 'reviews_reviewrequest'::regclass "
+                "AND confrelid = 'accounts_location'::regclass"
+            )
+            assert cursor.fetchone() == (True,)
