@@ -15,6 +15,8 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("reset/done/", views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    # An invited member chooses a password and joins the account.
+    path("invitation/<str:token>/", views.invitation_accept, name="invitation_accept"),
     # A logged-in owner changes their password.
     path("password_change/", views.PasswordChangeView.as_view(), name="password_change"),
     path(

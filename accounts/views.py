@@ -1,28 +1,35 @@
-"""Pages of the accounts app: login, password reset and change.
+"""Pages of the accounts app: login, password reset and change, accepting an invitation.
 
-There is no public sign-up: staff create businesses (``create_business`` or the admin).
+There is no public sign-up: staff create businesses (``create_business`` or the admin), and
+owners invite their members (``services.member_invite``).
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.auth import REDIRECT_FIELD_NAME
+from django.contrib.auth import REDIRECT_FIELD_NAME, login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import SetPasswordForm
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import resolve_url
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
+from django.views.decorators.debug import sensitive_post_parameters
 
 from core.ratelimit import client_network
 from core.ratelimit_store import StoreUnavailable
 from core.security import strict_page
 
-from . import tasks, throttle
+from . import services, tasks, throttle
+from .models import User
 
 logger = logging.getLogger(__name__)
 
@@ -126,3 +133,41 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 @method_decorator(strict_page, name="dispatch")
 class PasswordChangeDoneView(auth_views.PasswordChangeDoneView):
     extra_context = {"section": "settings", "tab": "password"}
+
+
+@strict_page
+@sensitive_post_parameters("new_password1", "new_password2")
+def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
+    """``/accounts/invitation/<token>/``: the invited person chooses a password (twice, checked
+    by the password validators), becomes a member, is logged in and goes to the portal. A link
+    that cannot be used says why (410; 404 for one that was never ours)."""
+    try:
+        invitation = services.invitation_pending(token=token)
+    except services.InvitationUnusable as exc:
+        status = 404 if exc.code == "invalid" else 410
+        return TemplateResponse(
+            request, "registration/invitation_accept.html", {"reason": str(exc)}, status=status
+        )
+    # An unsaved user with the invitation's address: what the validators compare against.
+    form = SetPasswordForm(User(email=invitation.email), request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            member = services.invitation_accept(
+                token=token, password=form.cleaned_data["new_password1"]
+            )
+        except services.InvitationUnusable as exc:
+            return TemplateResponse(
+                request, "registration/invitation_accept.html", {"reason": str(exc)}, status=410
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc.messages)
+        else:
+            login(request, member, backend=settings.AUTHENTICATION_BACKENDS[0])
+            return HttpResponseRedirect(resolve_url(settings.LOGIN_REDIRECT_URL))
+    context: dict[str, object] = {
+        "invitation": invitation,
+        "form": form,
+        "business_name": invitation.account.display_name,
+        "role": invitation.get_role_display().lower(),
+    }
+    return TemplateResponse(request, "registration/invitation_accept.html", context)

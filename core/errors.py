@@ -32,7 +32,12 @@ import logging
 import sys
 from collections.abc import Callable
 
-from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import (
+    BadRequest,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    ValidationError,
+)
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -246,3 +251,13 @@ def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> Http
     ``/api/unknown-platform/me``) is a JSON 404 for every method, with ``DEBUG`` on or off,
     counted like any other request by the rate limiter."""
     return status_error_response(request, 404)
+
+
+def validation_error_line(exc: ValidationError) -> str:
+    """A ``ValidationError`` on one line, each field named (``field: message``): what a
+    management command prints."""
+    if hasattr(exc, "message_dict"):
+        return "; ".join(
+            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
+        )
+    return " ".join(exc.messages)

@@ -37,6 +37,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import access_for, can_manage_account
 from core.errors import error_response
 from core.openapi import error_responses
 from core.ratelimit import (
@@ -101,6 +102,18 @@ class AuthorizeView(dot_views.AuthorizationView):  # type: ignore[misc]  # oauth
             pass  # reported (by redirect) only once the owner is logged in
         return redirect_to_login(self.request.get_full_path(), resolve_url(settings.LOGIN_URL))
 
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        user = request.user
+        if user.is_authenticated and not can_manage_account(access_for(user)):
+            # A token acts as the account: only its owner connects apps.
+            return self._error_page(
+                "access_denied",
+                "Only the owner of the account can connect apps. Ask them to connect it.",
+                status=403,
+            )
+        response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
+        return response
+
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             scopes, credentials = self.validate_authorization_request(request)
@@ -158,12 +171,12 @@ class AuthorizeView(dot_views.AuthorizationView):  # type: ignore[misc]  # oauth
         redirect: HttpResponse = OAuth2ResponseRedirect(location, application.get_allowed_schemes())
         return redirect
 
-    def _error_page(self, error: str, description: str) -> HttpResponse:
+    def _error_page(self, error: str, description: str, *, status: int = 400) -> HttpResponse:
         page: TemplateResponse = self.response_class(
             request=self.request,
             template=[self.error_template_name],
             context={"error": error, "description": description},
-            status=400,
+            status=status,
         )
         return page
 

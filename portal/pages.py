@@ -12,6 +12,7 @@ from functools import wraps
 from typing import overload
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.utils import timezone
@@ -48,8 +49,9 @@ def owner_page(view: View, *, csp: str = ...) -> View: ...
 @overload
 def owner_page(view: None = None, *, csp: str = ...) -> Callable[[View], View]: ...
 def owner_page(view: View | None = None, *, csp: str = PORTAL_CSP) -> View | Callable[[View], View]:
-    """Decorate a portal view: logged-in owners only (others go to the login page), rendered
-    in the owner's time zone, ``Cache-Control: no-store``, the portal's CSP.
+    """Decorate a portal view: logged-in owners only (others go to the login page; a team
+    member gets a 403 until the pages read through ``accounts.access``), rendered in the
+    owner's time zone, ``Cache-Control: no-store``, the portal's CSP.
 
     ``@owner_page`` or ``@owner_page(csp=...)``; the view takes an ``OwnerRequest``, the
     decorated view any request."""
@@ -57,6 +59,8 @@ def owner_page(view: View | None = None, *, csp: str = PORTAL_CSP) -> View | Cal
     def decorate(view: View) -> View:
         @wraps(view)
         def wrapped(request: OwnerRequest, *args: object, **kwargs: object) -> HttpResponse:
+            if request.user.is_member:  # these pages read and write as the account itself
+                raise PermissionDenied("the owner's pages")
             with timezone.override(request.user.tzinfo):
                 response = view(request, *args, **kwargs)
                 if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:

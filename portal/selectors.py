@@ -190,7 +190,7 @@ def first_message_hours(*, review_request: ReviewRequest, messages: list[Message
     first = next((m for m in messages if m.step == 0), None)
     if first is None or review_request.status != ReviewRequest.Status.SCHEDULED:
         return ""
-    policy = BusinessSettings.for_owner(review_request.owner)
+    policy = BusinessSettings.for_owner(review_request.owner).at(review_request.location_id)
     send = policy.send_time(
         channel=first.channel,
         requested=review_request.scheduled_for,

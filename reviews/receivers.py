@@ -1,5 +1,6 @@
-"""anymail's tracking and inbound signals → the reviews services, and model signals → cache
-invalidation (connected in apps.ready).
+"""anymail's tracking and inbound signals → the reviews services, model signals → cache
+invalidation, and the accounts app's ``default_location_changing`` → pinning the rows of the
+old default location (connected in apps.ready).
 
 Receivers only translate the normalised event; the rules live in the services. An exception
 here makes anymail answer 400 and the ESP retry, so only unexpected errors propagate.
@@ -14,8 +15,11 @@ from anymail.signals import inbound, tracking
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from accounts.models import Location
+from accounts.signals import default_location_changing
+
 from . import services
-from .models import BusinessSettings, Contact, ReviewSite
+from .models import BusinessSettings, Contact, LocationSettings, ReviewSite
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +87,24 @@ def _business_settings_changed(sender, instance: BusinessSettings, **kwargs) -> 
 def _review_site_changed(sender, instance: ReviewSite, **kwargs) -> None:
     """``BusinessSettings.for_owner`` caches whether the business lists a review site."""
     BusinessSettings.invalidate_cached(instance.owner_id)
+
+
+@receiver(post_save, sender=Location, dispatch_uid="location_saved")
+@receiver(post_delete, sender=Location, dispatch_uid="location_deleted")
+def _location_changed(sender, instance: Location, **kwargs) -> None:
+    """``BusinessSettings.for_owner`` caches the account's locations (names, time zones, order)."""
+    BusinessSettings.invalidate_cached(instance.account_id)
+
+
+@receiver(post_save, sender=LocationSettings, dispatch_uid="location_settings_saved")
+@receiver(post_delete, sender=LocationSettings, dispatch_uid="location_settings_deleted")
+def _location_settings_changed(sender, instance: LocationSettings, **kwargs) -> None:
+    """... and what each location sets differently."""
+    BusinessSettings.invalidate_cached(instance.owner_id)
+
+
+@receiver(default_location_changing, dispatch_uid="reviews_pin_rows_of_the_default_location")
+def _default_location_changing(sender, account, location: Location, **kwargs) -> None:
+    """Requests and sites with no location are the default's: pin them to it before another
+    location becomes the default, so they stay where they are."""
+    services.location_rows_pin(owner=account, location_id=location.pk)

@@ -1,4 +1,6 @@
-"""The words of each message: the business's template for the step, else the shipped default.
+"""The words of each message: the location's own template for the step, else the account's,
+else the shipped default; sender name and postal address the location's where it sets them
+(``BusinessSettings.at``), else the account's.
 
 Defaults are files in ``templates/messages/`` (``sms/initial.txt``, ``email/initial_subject.txt``,
 ``email/initial.txt``, ``email/initial.html``; ``follow_up_<n>.*`` for one follow-up, else
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db.models import F, Q
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
@@ -72,9 +75,19 @@ def default_file(channel: str, step: int, part: str) -> str:
     raise FileNotFoundError(f"no default {channel} template for step {step} ({part or 'body'})")
 
 
-def owner_template(owner, channel: str, step: int) -> MessageTemplate | None:
-    """The owner's (a ``User`` or its primary key) wording of this channel and step."""
-    return MessageTemplate.objects.filter(owner=owner, channel=channel, step=step).first()
+def owner_template(owner, channel: str, step: int, location_id=None) -> MessageTemplate | None:
+    """The owner's (a ``User`` or its primary key) wording of this channel and step at the
+    location ``location_id``: the location's own, else the account's; ``location_id`` None:
+    the account's. One query."""
+    templates = MessageTemplate.objects.filter(owner=owner, channel=channel, step=step)
+    if location_id is None:
+        return templates.filter(location__isnull=True).first()
+    own_first = F("location").asc(nulls_last=True)
+    return (
+        templates.filter(Q(location_id=location_id) | Q(location__isnull=True))
+        .order_by(own_first)
+        .first()
+    )
 
 
 # ``template`` of ``render_sms``/``render_email`` not given: look the owner's up.
@@ -84,21 +97,24 @@ LOOK_UP: Any = object()
 def render_sms(
     message: Message, policy: BusinessSettings, *, template: MessageTemplate | None = LOOK_UP
 ) -> str:
-    """The SMS for ``message``. ``template``: the owner's for this step and channel, or
-    ``None`` for the default, when the caller already read it (the send's claim does)."""
+    """The SMS for ``message``, by the policy at its request's location. ``template``: the
+    owner's for this step, channel and location, or ``None`` for the default, when the caller
+    already read it (the send's claim does)."""
     request = message.review_request
+    policy = policy.at(request.location_id)
     if template is LOOK_UP:
-        template = owner_template(request.owner, Channel.SMS, message.step)
+        template = owner_template(request.owner, Channel.SMS, message.step, policy.location_id)
     return sms_text(step=message.step, values=merge_values(request, policy), template=template)
 
 
 def render_email(
     message: Message, policy: BusinessSettings, *, template: MessageTemplate | None = LOOK_UP
 ) -> RenderedEmail:
-    """The e-mail for ``message``; ``template`` as for ``render_sms``."""
+    """The e-mail for ``message``; policy and ``template`` as for ``render_sms``."""
     request = message.review_request
+    policy = policy.at(request.location_id)
     if template is LOOK_UP:
-        template = owner_template(request.owner, Channel.EMAIL, message.step)
+        template = owner_template(request.owner, Channel.EMAIL, message.step, policy.location_id)
     return email_parts(
         owner=request.owner,
         policy=policy,
@@ -184,16 +200,24 @@ def sample_values(owner, policy: BusinessSettings) -> dict[str, str]:
 
 
 def preview_message(
-    *, owner, channel: str, step: int, template: MessageTemplate | None = None
+    *,
+    owner,
+    channel: str,
+    step: int,
+    template: MessageTemplate | None = None,
+    location_id=None,
 ) -> Preview:
-    """Render ``step`` on ``channel`` for a sample contact.
+    """Render ``step`` on ``channel`` for a sample contact, with the account's settings
+    (``location_id``: a location's, and its own wording where it has some).
 
     ``template`` is a draft (saved or not; run its ``clean()`` first); without one, the owner's
     saved template or the shipped default is shown, as a real send would use.
     """
     policy = BusinessSettings.for_owner(owner)
+    if location_id is not None:
+        policy = policy.at(location_id)
     values = sample_values(owner, policy)
-    template = template or owner_template(owner, channel, step)
+    template = template or owner_template(owner, channel, step, location_id)
     if channel == Channel.SMS:
         text = sms_text(step=step, values=values, template=template)
         return Preview(channel=channel, sms=text, segments=count_segments(text))

@@ -1,7 +1,7 @@
 """Public pages and provider webhooks of the reviews app. Views parse, call one service, render.
 
-* ``/r/<token>/``: the review page: every review site of the business, equal prominence, and
-  private feedback as an extra option (never instead of the sites: no gating).
+* ``/r/<token>/``: the review page: every review site of the request's location, equal
+  prominence, and private feedback as an extra option (never instead of the sites: no gating).
 * ``/r/<token>/go/<site id>/``: records the click (filtering bots) and redirects to the site.
 * ``/unsubscribe/<token>/``: e-mail opt-out page, and RFC 8058 one-click POST target.
 * ``/webhooks/twilio/status/<message id>/`` and ``/webhooks/twilio/inbound/``: Twilio's status
@@ -15,6 +15,7 @@ import logging
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -35,24 +36,25 @@ logger = logging.getLogger(__name__)
 def _request_or_none(token: str) -> ReviewRequest | None:
     if not token or len(token) > 64:
         return None
-    return (
-        ReviewRequest.objects.select_related("owner", "owner__review_settings", "contact")
-        .filter(token=token)
-        .first()
-    )
+    return ReviewRequest.objects.select_related("owner", "contact").filter(token=token).first()
 
 
 def _not_found(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/not_found.html", status=404)
 
 
+def _location_sites(review_request: ReviewRequest) -> tuple[BusinessSettings, QuerySet]:
+    """The business's policy at the request's location, and that location's review sites."""
+    policy = BusinessSettings.for_owner(review_request.owner).at(review_request.location_id)
+    return policy, ReviewSite.of_location(review_request.owner_id, policy.location)
+
+
 def _page_context(review_request: ReviewRequest) -> dict:
-    owner = review_request.owner
-    policy = getattr(owner, "review_settings", None) or BusinessSettings(owner=owner)
+    policy, sites = _location_sites(review_request)
     return {
         "review_request": review_request,
-        "business_name": business_name(owner, policy),
-        "sites": list(ReviewSite.objects.filter(owner=owner).order_by("position", "created_at")),
+        "business_name": business_name(review_request.owner, policy),
+        "sites": list(sites),
         "max_feedback": Feedback.MAX_LENGTH,
     }
 
@@ -74,7 +76,7 @@ def review_site_redirect(request: HttpRequest, token: str, site_id) -> HttpRespo
     review_request = _request_or_none(token)
     if review_request is None:
         return _not_found(request)
-    site = ReviewSite.objects.filter(pk=site_id, owner_id=review_request.owner_id).first()
+    site = _location_sites(review_request)[1].filter(pk=site_id).first()
     if site is None:
         return _not_found(request)
     outcome = services.click_record(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import factory
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import Location, User
 from contact_input.normalize import email_key
 from reviews.models import Contact, ReviewRequest, ReviewSite
 
@@ -31,6 +31,28 @@ class UserFactory(factory.django.DjangoModelFactory[User]):
     def _save(obj, create, extracted, **kwargs):
         if create:
             obj.save()
+
+
+class LocationFactory(factory.django.DjangoModelFactory[Location]):
+    """A location at the end of its account's list (the account's first is its default)."""
+
+    class Meta:
+        model = Location
+
+    account = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"Location {n}")
+    time_zone = "America/New_York"
+    position = factory.LazyAttribute(lambda o: Location.objects.filter(account=o.account).count())
+
+
+def first_location(account: User, **fields) -> Location:
+    """The location an owner gets with its creation (the account's default), with ``fields``
+    changed."""
+    location = Location.objects.get(account=account, position=0)
+    for name, value in fields.items():
+        setattr(location, name, value)
+    location.save()
+    return location
 
 
 class ReviewSiteFactory(factory.django.DjangoModelFactory[ReviewSite]):

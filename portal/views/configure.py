@@ -125,7 +125,8 @@ def message_list(request: OwnerRequest) -> HttpResponse:
     """Every step of the owner's plan, per channel: their own wording or the default."""
     owner = request.user
     offsets = BusinessSettings.for_owner(owner).follow_up_offsets_hours
-    saved = {(t.channel, t.step): t for t in MessageTemplate.objects.filter(owner=owner)}
+    own = MessageTemplate.objects.filter(owner=owner, location__isnull=True)  # the account's
+    saved = {(t.channel, t.step): t for t in own}
     last_step = max([len(offsets), *(step for _, step in saved)])
     rows = []
     for step in range(last_step + 1):
@@ -163,7 +164,9 @@ def message_edit(request: OwnerRequest, channel: str, step: int) -> HttpResponse
     path (with the SMS segment count) without saving, "Save" stores it."""
     _editable(channel, step)
     owner = request.user
-    saved = MessageTemplate.objects.filter(owner=owner, channel=channel, step=step).first()
+    saved = MessageTemplate.objects.filter(
+        owner=owner, location__isnull=True, channel=channel, step=step
+    ).first()
     default = _default_wording(channel, step)
     preview = None
     if request.method == "POST":

@@ -1,8 +1,9 @@
 """Review data, one module per aggregate:
 
 * ``contacts``: ``Contact`` (dedup keys, channels, opt-outs) and the ``OptOutEvent`` audit;
-* ``business``: what a business configures: ``ReviewSite``, ``BusinessSettings`` (the policy:
-  channels, follow-ups, cooldown, sending window), ``MessageTemplate``;
+* ``business``: what a business configures: ``ReviewSite`` (per location),
+  ``BusinessSettings`` (the policy: channels, follow-ups, cooldown, sending window) and what a
+  location sets differently (``LocationSettings``), ``MessageTemplate``;
 * ``requests``: ``ReviewRequest`` and its ``Message`` rows (the state machines the delivery
   engine drives), ``Click`` and ``Feedback``.
 
@@ -14,14 +15,19 @@ from .business import (
     MAX_EMAIL_TEMPLATE_CHARS,
     MAX_FOLLOW_UPS,
     MAX_SMS_TEMPLATE_CHARS,
+    NO_LOCATION,
     SAMPLE_MERGE_VALUES,
     STOP_LINE,
     BusinessSettings,
+    LocationPolicy,
+    LocationSettings,
     MessageTemplate,
     PlannedStep,
     ReviewSite,
     SendTime,
+    UnknownLocation,
     default_follow_up_offsets,
+    location_key,
 )
 from .contacts import Channel, Contact, OptOutEvent
 from .requests import (
@@ -38,6 +44,7 @@ __all__ = [
     "MAX_EMAIL_TEMPLATE_CHARS",
     "MAX_FOLLOW_UPS",
     "MAX_SMS_TEMPLATE_CHARS",
+    "NO_LOCATION",
     "SAMPLE_MERGE_VALUES",
     "STOP_LINE",
     "BusinessSettings",
@@ -46,6 +53,8 @@ __all__ = [
     "Contact",
     "Feedback",
     "InvalidTransition",
+    "LocationPolicy",
+    "LocationSettings",
     "Message",
     "MessageTemplate",
     "OptOutEvent",
@@ -53,7 +62,9 @@ __all__ = [
     "ReviewRequest",
     "ReviewSite",
     "SendTime",
+    "UnknownLocation",
     "default_follow_up_offsets",
+    "location_key",
     "messages_for",
     "new_public_token",
 ]

@@ -3,6 +3,7 @@ wording."""
 
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 import zoneinfo
@@ -15,8 +16,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Coalesce
 
+from accounts.access import locations_q
+from accounts.models import Location
 from contact_input.normalize import MAX_DELAY_HOURS
 from core import versioned_cache
 
@@ -33,9 +37,19 @@ from .contacts import Channel
 if TYPE_CHECKING:
     from .contacts import Contact
 
+# What a NULL location is compared as in unique constraints: no location's id.
+NO_LOCATION = uuid.UUID(int=0)
+
+
+def location_key(field: str = "location") -> Coalesce:
+    """``COALESCE(<field>, NO_LOCATION)``: a location in a unique constraint, NULL included
+    (NULLs would never be equal to each other)."""
+    return Coalesce(F(field), Value(NO_LOCATION), output_field=models.UUIDField())
+
 
 class ReviewSite(models.Model):
-    """One public review site of a business. Every contact sees every site, equally.
+    """One public review site of a location. Every contact sees every site of the location
+    their request is at, equally (no location: the account's default location).
 
     No gating on sentiment (Google policy, FTC 16 CFR 465, Trustpilot rules), and no Yelp:
     Yelp forbids soliciting reviews and demotes businesses that do.
@@ -48,11 +62,15 @@ class ReviewSite(models.Model):
         CUSTOM = "custom", "Other site"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(  # indexed by reviews_site_owner_url_unique (owner, url)
+    owner = models.ForeignKey(  # indexed by reviews_site_owner_location_url_unique
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="review_sites",
         db_index=False,
+    )
+    # NULL: the account's default location (a site added by a release without locations).
+    location = models.ForeignKey(
+        Location, on_delete=models.CASCADE, null=True, blank=True, related_name="review_sites"
     )
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.CUSTOM)
     label = models.CharField(max_length=80, help_text="Shown on the review page, e.g. Google.")
@@ -63,7 +81,15 @@ class ReviewSite(models.Model):
     class Meta:
         ordering = ["owner", "position", "created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "url"], name="reviews_site_owner_url_unique"),
+            # A link once per location (two locations may share a brand's page).
+            models.UniqueConstraint(
+                "owner",
+                location_key(),
+                "url",
+                name="reviews_site_owner_location_url_unique",
+                violation_error_message="A review site with this link already exists at this "
+                "location.",  # ReviewSite.DUPLICATE
+            ),
         ]
 
     def __str__(self) -> str:
@@ -73,12 +99,50 @@ class ReviewSite(models.Model):
         super().clean()
         if self.url and ReviewSite.kind_for_url(self.url) is None:
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
+        _check_location(self)
+        if self.url and self.owner_id is not None and self._listed_at_its_location():
+            raise ValidationError({"url": self.DUPLICATE})
+
+    DUPLICATE = "A review site with this link already exists at this location."
+
+    def _listed_at_its_location(self) -> bool:
+        """Whether another site of the owner with this link is at this site's location (no
+        location, on either: the default location's), which the unique constraint, comparing
+        NULL as a location of its own, does not see."""
+        order = list(
+            Location.objects.filter(account_id=self.owner_id)
+            .order_by("position", "created_at")
+            .values_list("pk", flat=True)[:1]
+        )
+        default = order[0] if order else None
+        place = self.location_id or default
+        same = (
+            locations_q([place], default_location_id=default, field="location")
+            if place is not None
+            else Q(location__isnull=True)
+        )
+        others = ReviewSite.objects.filter(same, owner_id=self.owner_id, url=self.url)
+        return others.exclude(pk=self.pk).exists()
 
     @staticmethod
     def listed_by(owner_id: uuid.UUID) -> bool:
-        """Whether the business lists at least one review site: no review request or follow-up
-        goes out before it does (``Message.hold_reason``)."""
+        """Whether the business lists at least one review site, at any location."""
         return ReviewSite.objects.filter(owner_id=owner_id).exists()
+
+    @staticmethod
+    def of_location(owner_id: uuid.UUID, location: LocationPolicy | None) -> models.QuerySet:
+        """The sites of ``location`` (``None``: the account has no location yet, so all of
+        them), in their order."""
+        sites = ReviewSite.objects.filter(owner_id=owner_id)
+        if location is not None:
+            sites = sites.filter(location.rows_q())
+        return sites.order_by("position", "created_at")
+
+    @staticmethod
+    def listed_at(owner_id: uuid.UUID, location: LocationPolicy | None) -> bool:
+        """Whether ``location`` lists at least one review site: no review request or follow-up
+        of it goes out before it does (``Message.hold_reason``)."""
+        return ReviewSite.of_location(owner_id, location).exists()
 
     @staticmethod
     def kind_for_url(url: str) -> str | None:
@@ -163,11 +227,42 @@ def _zone_list(zones: tuple[str, ...]) -> str:
     return shown + (f" and {len(zones) - 3} more" if len(zones) > 3 else "")
 
 
+@dataclass(frozen=True)
+class LocationPolicy:
+    """One location of an account as the sending rules read it, cached with the account's
+    settings (``BusinessSettings.for_owner``): the location's name, time zone and place, whether
+    it lists a review site, and its own sender name, postal address and sending window (blank
+    or ``None``: the account's)."""
+
+    id: uuid.UUID
+    name: str
+    time_zone: str
+    position: int
+    is_default: bool
+    has_review_site: bool
+    sender_name: str = ""
+    postal_address: str = ""
+    send_window_start: time | None = None
+    send_window_end: time | None = None
+    send_window_applies_to: str = ""
+
+    def rows_q(self, field: str = "location") -> Q:
+        """The rows of this location: ``field`` is it, or NULL when it is the default."""
+        default = self.id if self.is_default else None
+        return locations_q([self.id], default_location_id=default, field=field)
+
+
+class UnknownLocation(LookupError):
+    """A location id that is not one of the account's."""
+
+
 class BusinessSettings(models.Model):
     """A business's review-request policy: channels, follow-ups, cooldown, sending window.
 
     One row per owner, created by ``business_create`` or on first use
     (``BusinessSettings.for_owner``). Message wording per step lives in ``MessageTemplate``.
+    A location may set its own sender name, postal address and sending window
+    (``LocationSettings``); ``at(location_id)`` is the policy with them applied.
     """
 
     class InitialChannel(models.TextChoices):
@@ -253,44 +348,136 @@ class BusinessSettings(models.Model):
 
     # Read on every API request and every send; changed rarely (the owner's settings page).
     CACHE_SECONDS = 300
-    # Not a column: set on what ``for_owner`` returns (and only there).
+    # Not columns: set on what ``for_owner`` returns (and only there). Whether the business
+    # (for ``at()``: the location) lists a review site; the account's locations, the first
+    # the default; the location this policy is applied for (``None``: the account's own).
     has_review_site: bool
+    locations: tuple[LocationPolicy, ...] = ()
+    location: LocationPolicy | None = None
+    account_policy: BusinessSettings | None = None
 
     @classmethod
     def cache_key(cls, owner_id) -> str:
-        # v2: the entry also holds has_review_site, which code reading v1 entries would not
-        # know; a new key keeps processes of two releases apart during a deploy.
-        return f"reviews:business-settings:v2:{owner_id}"
+        # v3: the entry also holds the locations (v2: has_review_site), which code reading
+        # older entries would not know; a new key keeps processes of two releases apart
+        # during a deploy.
+        return f"reviews:business-settings:v3:{owner_id}"
 
     @classmethod
     def for_owner(cls, owner) -> BusinessSettings:
-        """The owner's settings (read-only: save changes through ``business_settings_update``),
-        created with the defaults on first use.
+        """The account's settings (read-only: save changes through
+        ``business_settings_update``) with its locations, created with the defaults on first
+        use; ``at(location_id)`` applies a location's own.
 
-        Served from the cache when it has them: every save or delete invalidates the entry
-        (``reviews.receivers``) safely against concurrent readers (``core.versioned_cache``).
+        Served from the cache when it has them: every save or delete of the settings, a
+        location, its settings or a review site invalidates the entry (``reviews.receivers``)
+        safely against concurrent readers (``core.versioned_cache``).
         """
         read = versioned_cache.read(cls.cache_key(owner.pk))
         values = dict(read.value or {})
         has_review_site = values.pop("has_review_site", None)
-        if read.value is not None and has_review_site is not None:
+        locations = values.pop("locations", None)
+        if read.value is not None and has_review_site is not None and locations is not None:
             obj = versioned_cache.model_from_values(cls, values)
         else:
-            sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
-            obj, created = cls.objects.annotate(has_review_site=Exists(sites)).get_or_create(
-                owner=owner
-            )
-            has_review_site = ReviewSite.listed_by(owner.pk) if created else obj.has_review_site
+            obj, has_review_site, locations, created = cls._load(owner)
+            if created:  # our save invalidated the entry: load again, after it
+                read = versioned_cache.read(read.key)
+                obj, has_review_site, locations, _ = cls._load(owner)
             versioned_cache.write(
                 read,
-                {**versioned_cache.model_values(obj), "has_review_site": has_review_site},
+                {
+                    **versioned_cache.model_values(obj),
+                    "has_review_site": has_review_site,
+                    "locations": locations,
+                },
                 timeout=cls.CACHE_SECONDS,
             )
+        return cls._with(obj, owner, has_review_site, locations)
+
+    @classmethod
+    def fresh(cls, owner) -> BusinessSettings:
+        """``for_owner`` read from the database and not cached: for a transaction that has
+        written (a review site, a location) and may still roll back, whose reads must not
+        outlive it in the cache."""
+        obj, has_review_site, locations, _ = cls._load(owner)
+        return cls._with(obj, owner, has_review_site, locations)
+
+    @classmethod
+    def _with(
+        cls, obj: BusinessSettings, owner, has_review_site: bool, locations: list[dict]
+    ) -> BusinessSettings:
+        """The loaded row with what comes with it, not columns."""
         obj.owner = owner  # spare a query for the time zone
-        # Whether the business lists a review site (``Message.hold_reason``), cached with the
-        # settings: a review site's save or delete invalidates them too.
+        # Whether the business lists a review site, and its locations (each with whether it
+        # lists one: ``Message.hold_reason``), cached with the settings: a review site's or a
+        # location's save or delete invalidates them too.
         obj.has_review_site = has_review_site
+        obj.locations = tuple(LocationPolicy(**row) for row in locations)
         return obj
+
+    @classmethod
+    def _load(cls, owner) -> tuple[BusinessSettings, bool, list[dict], bool]:
+        """``for_owner``'s read of the database: the settings row with whether the business
+        lists a review site, then its locations with their own settings; two queries. On first
+        use the row is created: then the last value is True (a location never is: an account
+        without one, made before locations by hand, has requests with no location, which its
+        first location will own). A member has no settings of their own: ``ValueError``."""
+        if owner.is_member:
+            raise ValueError(f"{owner.email} is a member: read the account's settings")
+        sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
+        obj, created = cls.objects.annotate(
+            has_review_site=Exists(sites), has_unplaced_site=Exists(sites.filter(location=None))
+        ).get_or_create(owner=owner)
+        if created:
+            has_review_site = ReviewSite.listed_by(owner.pk)
+            has_unplaced_site = ReviewSite.objects.filter(owner=owner, location=None).exists()
+        else:
+            has_review_site, has_unplaced_site = obj.has_review_site, obj.has_unplaced_site
+        rows = _locations_of(owner)
+        locations = [
+            _location_values(location, is_default=n == 0, has_unplaced_site=has_unplaced_site)
+            for n, location in enumerate(rows)
+        ]
+        return obj, has_review_site, locations, created
+
+    def at(self, location_id: uuid.UUID | None) -> BusinessSettings:
+        """This account's policy at one of its locations (``None``: the default one): the
+        location's sender name, postal address and sending window where it sets them, its
+        time zone, whether it lists a review site. ``UnknownLocation`` for another account's
+        location. The account's own policy when it has no location (an account made by hand
+        without one, or a row read without ``for_owner``)."""
+        account = self.account_policy or self
+        if not account.locations:
+            return account
+        location = (
+            account.locations[0]
+            if location_id is None
+            else next((loc for loc in account.locations if loc.id == location_id), None)
+        )
+        if location is None:
+            raise UnknownLocation(location_id)
+        policy = copy.copy(account)
+        policy.account_policy, policy.location = account, location
+        policy.has_review_site = location.has_review_site
+        policy.sender_name = location.sender_name or account.sender_name
+        policy.postal_address = location.postal_address or account.postal_address
+        if location.send_window_start is not None and location.send_window_end is not None:
+            policy.send_window_start = location.send_window_start
+            policy.send_window_end = location.send_window_end
+        if location.send_window_applies_to:
+            policy.send_window_applies_to = location.send_window_applies_to
+        return policy
+
+    @property
+    def location_id(self) -> uuid.UUID | None:
+        """The location this policy is applied for (``at``); ``None`` for the account's."""
+        return self.location.id if self.location is not None else None
+
+    @property
+    def time_zone(self) -> str:
+        """The location's time zone (``at``), else the business's."""
+        return self.location.time_zone if self.location is not None else self.owner.time_zone
 
     @classmethod
     def lock_for(cls, owner) -> BusinessSettings:
@@ -371,13 +558,13 @@ class BusinessSettings(models.Model):
         The recipient's clock decides (``sending_windows.send_zones``): the phone number's
         time zone; when it has several, the business's if it is one of them, else all of them
         (the strictest reading); the business's time zone when there is no phone, the number
-        is unknown to the time-zone data, or its zones share no allowed hour.
-        ``SendTime.hours_text`` says which, in words.
+        is unknown to the time-zone data, or its zones share no allowed hour (the location's
+        zone, for a policy ``at`` a location). ``SendTime.hours_text`` says which, in words.
         """
         if not self.window_applies(channel):
             return SendTime(at=requested, requested=requested)
         window = self.window
-        business_zone = zoneinfo.ZoneInfo(self.owner.time_zone)
+        business_zone = zoneinfo.ZoneInfo(self.time_zone)
         zones, basis = send_zones(phone, business_zone)
         at = next_allowed_time(requested, window, zones)
         if at is None:
@@ -392,6 +579,108 @@ class BusinessSettings(models.Model):
             basis=basis,
             number_zones=tuple(z.key for z in recipient_time_zones(phone)),
         )
+
+
+class LocationSettings(models.Model):
+    """What one location sends differently from the rest of its account: its own sender name,
+    postal address and sending window. Blank (``None`` for the window's times): the account's
+    (``BusinessSettings``), which ``BusinessSettings.at`` applies. At most one row per location;
+    none means the account's for everything."""
+
+    location = models.OneToOneField(
+        Location, on_delete=models.CASCADE, primary_key=True, related_name="review_settings"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="location_settings"
+    )
+    sender_name = models.CharField(
+        max_length=100, blank=True, help_text="The From name of its e-mails; blank: the account's."
+    )
+    postal_address = models.TextField(
+        max_length=300,
+        blank=True,
+        help_text="Printed in its e-mails' footer; blank: the account's.",
+    )
+    send_window_start = models.TimeField(
+        null=True, blank=True, help_text="Its own sending hours from ...; empty: the account's."
+    )
+    send_window_end = models.TimeField(null=True, blank=True, help_text="... until.")
+    send_window_applies_to = models.CharField(
+        max_length=10,
+        choices=BusinessSettings.WindowAppliesTo.choices,
+        blank=True,
+        help_text="Blank: as the account's.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "location review settings"
+        verbose_name_plural = "location review settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(send_window_start__isnull=True, send_window_end__isnull=True)
+                | Q(send_window_start__isnull=False, send_window_end__isnull=False),
+                name="reviews_location_settings_window_whole",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Review settings of location {self.location_id}"
+
+    def clean(self) -> None:
+        super().clean()
+        _check_location(self)
+        if (self.send_window_start is None) != (self.send_window_end is None):
+            raise ValidationError(
+                {"send_window_end": "Give both ends of the sending hours, or neither."}
+            )
+        if self.send_window_start is not None and self.send_window_start == self.send_window_end:
+            raise ValidationError({"send_window_end": "Must differ from the start."})
+
+
+def _check_location(row: ReviewSite | LocationSettings | MessageTemplate) -> None:
+    """A row's location is one of its owner's."""
+    location = row.location if row.location_id is not None else None
+    if location is not None and row.owner_id is not None and location.account_id != row.owner_id:
+        raise ValidationError({"location": "A location of another business."})
+
+
+def _locations_of(owner) -> list[Location]:
+    """The account's locations in order, each with its own settings (or none) and whether it
+    lists a review site of its own: one query."""
+    own_sites = ReviewSite.objects.filter(location=OuterRef("pk"))
+    return list(
+        Location.objects.filter(account=owner)
+        .select_related("review_settings")
+        .annotate(has_review_site=Exists(own_sites))
+        .order_by("position", "created_at")
+    )
+
+
+def _location_values(location: Location, *, is_default: bool, has_unplaced_site: bool) -> dict:
+    """A location as ``LocationPolicy``'s fields (what the cache holds): the default location
+    also lists the sites that have no location."""
+    own: LocationSettings | None = getattr(location, "review_settings", None)
+    values = {
+        "id": location.pk,
+        "name": location.name,
+        "time_zone": location.time_zone,
+        "position": location.position,
+        "is_default": is_default,
+        # annotated by _locations_of
+        "has_review_site": location.has_review_site  # type: ignore[attr-defined]
+        or (is_default and has_unplaced_site),
+    }
+    if own is not None:
+        values.update(
+            sender_name=own.sender_name,
+            postal_address=own.postal_address,
+            send_window_start=own.send_window_start,
+            send_window_end=own.send_window_end,
+            send_window_applies_to=own.send_window_applies_to,
+        )
+    return values
 
 
 # --- Message templates ----------------------------------------------------------------------------
@@ -411,8 +700,9 @@ SAMPLE_MERGE_VALUES = {
 
 
 class MessageTemplate(models.Model):
-    """A business's own wording for one step on one channel; the shipped defaults
-    (``templates/messages/``) apply where there is none.
+    """A business's own wording for one step on one channel, for one location or (no
+    location) for all of them; a location's own wording wins, then the account's, then the
+    shipped defaults (``templates/messages/``).
 
     Written by owners, so never rendered by a template engine: ``reviews.merge_fields``
     substitutes the known ``{fields}`` and nothing else. ``clean()`` refuses unknown fields,
@@ -421,11 +711,19 @@ class MessageTemplate(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(  # indexed by reviews_template_owner_channel_step
+    owner = models.ForeignKey(  # indexed by reviews_template_owner_location_channel_step
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
         related_name="message_templates",
         db_index=False,
+    )
+    # NULL: the account's wording, for every location without its own.
+    location = models.ForeignKey(
+        Location,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="message_templates",
     )
     channel = models.CharField(max_length=10, choices=Channel.choices)
     step = models.PositiveSmallIntegerField(
@@ -447,7 +745,12 @@ class MessageTemplate(models.Model):
         ordering = ["owner", "channel", "step"]
         constraints = [
             models.UniqueConstraint(
-                fields=["owner", "channel", "step"], name="reviews_template_owner_channel_step"
+                "owner",
+                location_key(),
+                "channel",
+                "step",
+                name="reviews_template_owner_location_channel_step",
+                violation_error_message="Wording for this step already exists.",
             ),
         ]
 
@@ -463,6 +766,7 @@ class MessageTemplate(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        _check_location(self)
         errors: dict[str, list[str]] = {}
         body = (self.body or "").replace("\r\n", "\n").strip()
         limit = MAX_SMS_TEMPLATE_CHARS if self.channel == Channel.SMS else MAX_EMAIL_TEMPLATE_CHARS

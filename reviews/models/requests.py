@@ -13,7 +13,9 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from .business import PlannedStep, ReviewSite
+from accounts.models import Location
+
+from .business import PlannedStep, ReviewSite, location_key
 from .contacts import Channel, Contact
 
 # --- Review requests ------------------------------------------------------------------------------
@@ -37,11 +39,14 @@ def _sources(transitions: dict[str, frozenset[str]], to: str) -> frozenset[str]:
 
 
 class ReviewRequest(models.Model):
-    """One request for a review sent to one contact: the first message and its follow-ups.
+    """One request for a review sent to one contact at one location of the business: the first
+    message and its follow-ups.
 
-    At most one *active* request per contact, enforced by a partial unique constraint, so even
-    a race cannot schedule two. Every status has a timestamp recording when it was first
-    reached; ``ended_at``/``ended_reason`` say when and why the sequence stopped.
+    At most one *active* request per contact and location, enforced by a partial unique
+    constraint, so even a race cannot schedule two. A request without a location (created
+    before locations, or by a release without them) is at the account's default location.
+    Every status has a timestamp recording when it was first reached;
+    ``ended_at``/``ended_reason`` say when and why the sequence stopped.
     """
 
     class Status(models.TextChoices):
@@ -117,6 +122,16 @@ class ReviewRequest(models.Model):
     contact = models.ForeignKey(  # indexed by reviews_request_contact_recent (contact, ...)
         Contact, on_delete=models.CASCADE, related_name="review_requests", db_index=False
     )
+    # NULL: the account's default location. RESTRICT: a location with requests is not deleted
+    # (its account's deletion takes both). Indexed by reviews_request_location_list.
+    location = models.ForeignKey(
+        Location,
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="review_requests",
+        db_index=False,
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.SCHEDULED)
     scheduled_for = models.DateTimeField(help_text="When the first message is due (UTC).")
     # Unique by reviews_request_token_unique (a constraint, not unique=True: that would also
@@ -141,9 +156,10 @@ class ReviewRequest(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["token"], name="reviews_request_token_unique"),
             models.UniqueConstraint(
-                fields=["contact"],
+                "contact",
+                location_key(),
                 condition=Q(status__in=_ACTIVE_REQUEST_STATUSES),
-                name="reviews_request_one_active_per_contact",
+                name="reviews_request_one_active_per_contact_location",
             ),
             models.CheckConstraint(
                 condition=Q(status__in=_ACTIVE_REQUEST_STATUSES) | Q(ended_at__isnull=False),
@@ -158,6 +174,11 @@ class ReviewRequest(models.Model):
             models.Index(
                 fields=["owner", "status", "-created_at", "-id"],
                 name="reviews_request_owner_status",
+            ),
+            # A location's list, newest first (the NULL location: the default's).
+            models.Index(
+                fields=["location", "owner", "-created_at", "-id"],
+                name="reviews_request_location_list",
             ),
             models.Index(fields=["contact", "-created_at"], name="reviews_request_contact_recent"),
             # The admin's list, newest first across every owner.

@@ -2,7 +2,8 @@
 concern, all public names re-exported here:
 
 * ``requests``: the search rule shared by the portal and the admin (``contact_search``), the
-  lookups the services need, one request's timeline.
+  lookups the services need, one request's timeline, and what a member reaches
+  (``review_requests_visible``, ``contacts_visible``, by ``accounts.access``).
 
 Activity over time (the dashboards' series and their rollup) is read by the activity app, above
 this one (``activity.selectors``).
@@ -15,11 +16,13 @@ from .requests import (
     TimelineEvent,
     contact_search,
     contacts_find,
+    contacts_visible,
     phone_search_digits,
     review_request_blocking,
     review_request_latest,
     review_request_timeline,
     review_requests_of,
+    review_requests_visible,
 )
 
 __all__ = [
@@ -29,9 +32,11 @@ __all__ = [
     "TimelineEvent",
     "contact_search",
     "contacts_find",
+    "contacts_visible",
     "phone_search_digits",
     "review_request_blocking",
     "review_request_latest",
     "review_request_timeline",
     "review_requests_of",
+    "review_requests_visible",
 ]

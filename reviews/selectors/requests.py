@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from accounts.access import Access, location_q
 from accounts.models import User
 from contact_input.normalize import email_search_text, normalize_email, normalize_phone
 
@@ -18,6 +19,7 @@ from ..models import (
     Click,
     Contact,
     Feedback,
+    LocationPolicy,
     Message,
     OptOutEvent,
     ReviewRequest,
@@ -95,11 +97,12 @@ def contact_search(*, search: str, region: str = "", prefix: str = "") -> Q:
 
 
 def review_request_blocking(
-    *, contact: Contact, now: datetime, cooldown: timedelta
+    *, contact: Contact, now: datetime, cooldown: timedelta, location: LocationPolicy | None = None
 ) -> ReviewRequest | None:
-    """The request that stops a new one for ``contact``: its active one, else the latest that
-    reached them and ended less than ``cooldown`` ago. ``None`` when a new one may be created."""
-    candidates = ReviewRequest.objects.filter(contact=contact).filter(
+    """The request that stops a new one for ``contact`` at ``location`` (``None``: at any): its
+    active one, else the latest that reached them and ended less than ``cooldown`` ago. ``None``
+    when a new one may be created."""
+    candidates = _at(ReviewRequest.objects.filter(contact=contact), location).filter(
         Q(status__in=ReviewRequest.ACTIVE_STATUSES)
         | Q(sent_at__isnull=False, ended_at__gt=now - cooldown)
     )
@@ -110,8 +113,35 @@ def review_request_blocking(
     return next((r for r in found if r.blocks_new_request(now=now, cooldown=cooldown)), None)
 
 
-def review_request_latest(*, contact: Contact) -> ReviewRequest | None:
-    return ReviewRequest.objects.filter(contact=contact).order_by("-created_at").first()
+def review_request_latest(
+    *, contact: Contact, location: LocationPolicy | None = None
+) -> ReviewRequest | None:
+    """The contact's latest request at ``location`` (``None``: at any)."""
+    requests = _at(ReviewRequest.objects.filter(contact=contact), location)
+    return requests.order_by("-created_at").first()
+
+
+def _at(requests: QuerySet[ReviewRequest], location: LocationPolicy | None):
+    """``requests`` at ``location`` (a request with no location is the default's)."""
+    return requests if location is None else requests.filter(location.rows_q())
+
+
+def review_requests_visible(*, access: Access) -> QuerySet[ReviewRequest]:
+    """The requests ``access`` reaches: the account's, at its locations."""
+    return ReviewRequest.objects.filter(owner=access.owner).filter(location_q(access))
+
+
+def contacts_visible(*, access: Access) -> QuerySet[Contact]:
+    """The contacts ``access`` reaches: every contact of the account for its owner; for a
+    member, those with a request at one of their locations (a contact belongs to the whole
+    account, and is seen where it was asked for a review)."""
+    contacts = Contact.objects.filter(owner=access.owner)
+    if access.location_ids is None:
+        return contacts
+    requests = ReviewRequest.objects.filter(
+        location_q(access), owner=access.owner, contact=OuterRef("pk")
+    )
+    return contacts.filter(Exists(requests))
 
 
 def review_requests_of(

@@ -24,14 +24,19 @@ logs, metrics and stored rows carry), never a class of string constants:
   change's transaction), imported by the modules above it;
 * ``imports``: ``contacts_import`` (CSV files through ``contact_add``);
 * ``business``: every business and review-site service, whoever calls it (the portal, the
-  admin, ``create_business``): ``business_create``, profile and policy, review sites (add,
-  update, remove, move, reorder; ``messages_release_waiting`` when a first site arrives), message
-  wording.
+  admin, ``create_business``, ``create_location``): ``business_create`` (with its first
+  location), profile and policy, what a location sets differently
+  (``location_settings_update``), review sites per location (add, update, remove, move,
+  reorder; ``messages_release_waiting`` when a location's first site arrives), message wording
+  (the account's or a location's), and pinning rows with no location before the default
+  location changes (``location_rows_pin``).
 """
 
 from .business import (
     business_create,
     business_settings_update,
+    location_rows_pin,
+    location_settings_update,
     message_template_draft,
     message_template_reset,
     message_template_save,
@@ -101,6 +106,8 @@ __all__ = [
     "email_event_record",
     "feedback_leave",
     "feedback_notify_owner",
+    "location_rows_pin",
+    "location_settings_update",
     "message_provider_status_apply",
     "message_resend",
     "message_send",

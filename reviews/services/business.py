@@ -1,7 +1,11 @@
 """Businesses and what they configure, for every caller alike (the owner portal, the back
-office, ``create_business``): creating a business, its profile and sending policy, its review
-sites and their order (a first site releases the messages held for one), and the wording of
-each message.
+office, ``create_business``, ``create_location``): creating a business with its first
+location, its profile and sending policy, what a location sets differently, its review sites and
+their order per location (a location's first site releases the messages held for one), and the
+wording of each message (the account's, or a location's own).
+
+A ``location_id`` of ``None`` is the account's default location (its first); a location of
+another account is ``UnknownLocation``.
 
 Every function validates with the models' own ``full_clean()`` and raises ``ValidationError``
 keyed by model field name, so a form can show each error next to its field; nothing is written
@@ -18,12 +22,21 @@ from urllib.parse import urlsplit
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import Location, User
+from accounts.services import location_default, location_rows
 
-from ..models import BusinessSettings, Message, MessageTemplate, ReviewRequest, ReviewSite
+from ..models import (
+    BusinessSettings,
+    LocationSettings,
+    Message,
+    MessageTemplate,
+    ReviewRequest,
+    ReviewSite,
+    UnknownLocation,
+)
 from .dispatch import dispatcher_kick
 
 # --- Businesses -----------------------------------------------------------------------------------
@@ -38,7 +51,9 @@ def business_create(
     default_region: str = "US",
     review_urls: list[str] | tuple[str, ...] = (),
 ) -> User:
-    """Create a business owner and its review sites in one transaction.
+    """Create a business owner, its first location (named after the business, in its time
+    zone, as the migration gave every business that existed before locations) and that
+    location's review sites, in one transaction.
 
     Raises ``ValidationError`` (with field names) for bad input; nothing is created then.
     """
@@ -59,8 +74,9 @@ def business_create(
             default_region=default_region.upper(),
         )
         BusinessSettings.objects.create(owner=owner)
+        location = location_default(account=owner)  # made with the owner
         for position, url in enumerate(review_urls):
-            review_site_add(owner=owner, url=url, position=position)
+            review_site_add(owner=owner, url=url, position=position, location_id=location.pk)
     return owner
 
 
@@ -87,7 +103,8 @@ def business_settings_update(*, owner: User, changes: Mapping[str, Any]) -> Busi
 
     Both rows are validated with ``full_clean()`` before either is saved; the errors of both are
     raised at once, keyed by field. New settings apply to requests created from now on: a
-    request keeps the follow-up plan it was created with.
+    request keeps the follow-up plan it was created with. An account with one location is that
+    location: a new time zone is the location's too.
     """
     unknown = set(changes) - set(PROFILE_FIELDS) - set(POLICY_FIELDS)
     if unknown:
@@ -113,35 +130,90 @@ def business_settings_update(*, owner: User, changes: Mapping[str, Any]) -> Busi
             raise ValidationError(errors)
         profile.save(update_fields=[name for name in PROFILE_FIELDS if name in changes])
         policy.save()
+        locations = list(Location.objects.select_for_update().filter(account=owner)[:2])
+        if "time_zone" in changes and len(locations) == 1:
+            locations[0].time_zone = profile.time_zone
+            locations[0].save(update_fields=["time_zone"])
     for name in PROFILE_FIELDS:  # the caller's instance (request.user) sees the change
         setattr(owner, name, getattr(profile, name))
     policy.owner = owner
     return policy
 
 
+# What a location may set differently from its account (blank: the account's).
+LOCATION_POLICY_FIELDS = (
+    "sender_name",
+    "postal_address",
+    "send_window_start",
+    "send_window_end",
+    "send_window_applies_to",
+)
+
+
+def location_settings_update(
+    *, owner: User, location_id: uuid.UUID, changes: Mapping[str, Any]
+) -> LocationSettings:
+    """Change what one location sends differently from the account (``LOCATION_POLICY_FIELDS``;
+    blank or ``None``: the account's). ``ValidationError`` keyed by field, nothing saved;
+    ``Location.DoesNotExist`` if the account has no such location."""
+    unknown = set(changes) - set(LOCATION_POLICY_FIELDS)
+    if unknown:
+        raise ValueError(f"not location settings: {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        location = Location.objects.select_for_update().get(account=owner, pk=location_id)
+        own = LocationSettings.objects.filter(location=location).first() or LocationSettings(
+            location=location, owner=owner
+        )
+        for name, value in changes.items():
+            setattr(own, name, value)
+        own.full_clean()
+        own.save()
+    return own
+
+
 # --- Review sites ---------------------------------------------------------------------------------
 
 
-def review_site_add(
-    *, owner: User, url: str, label: str = "", position: int | None = None
-) -> ReviewSite:
-    """Add a review site to the owner's list: its kind follows the link, a blank ``label``
-    names it from the link (Google, Facebook, Trustpilot, else the host), and without a
-    ``position`` it goes last. ``ValidationError`` keyed by field (a Yelp link, one already
-    listed); nothing is saved then.
+def _location_rows(owner: User, location_id: uuid.UUID | None) -> tuple[uuid.UUID, Q]:
+    """``accounts.services.location_rows``, read from the database (not the cached policy:
+    these services run in transactions that may write and roll back), with another account's
+    location as ``UnknownLocation``."""
+    try:
+        return location_rows(account=owner, location_id=location_id)
+    except Location.DoesNotExist:
+        raise UnknownLocation(location_id) from None
 
-    The first site releases the messages held while the business listed none
+
+def _sites(owner: User, rows: Q) -> QuerySet[ReviewSite]:
+    return ReviewSite.objects.filter(rows, owner=owner).order_by("position", "created_at")
+
+
+def review_site_add(
+    *,
+    owner: User,
+    url: str,
+    label: str = "",
+    position: int | None = None,
+    location_id: uuid.UUID | None = None,
+) -> ReviewSite:
+    """Add a review site to a location's list (``None``: the default location): its kind
+    follows the link, a blank ``label`` names it from the link (Google, Facebook, Trustpilot,
+    else the host), and without a ``position`` it goes last. ``ValidationError`` keyed by field
+    (a Yelp link, one the location already lists); nothing is saved then.
+
+    The location's first site releases the messages held while it listed none
     (``messages_release_waiting``), in the same transaction."""
-    site = ReviewSite(owner=owner, position=position or 0)
+    location_id, rows = _location_rows(owner, location_id)
+    site = ReviewSite(owner=owner, location_id=location_id, position=position or 0)
     _review_site_point(site, url=url, label=label)
     site.full_clean()
     with transaction.atomic():
         BusinessSettings.lock_for(owner)  # see contacts._has_review_site
         if position is None:
-            last = ReviewSite.objects.filter(owner=owner).aggregate(last=Max("position"))["last"]
+            last = _sites(owner, rows).aggregate(last=Max("position"))["last"]
             site.position = 0 if last is None else last + 1
         site.save()
-        messages_release_waiting(owner=owner)
+        messages_release_waiting(owner=owner, location_id=location_id)
     return site
 
 
@@ -171,24 +243,29 @@ def _review_site_point(site: ReviewSite, *, url: str, label: str) -> None:
     site.label = label or _default_label(kind, url)
 
 
-def messages_release_waiting(*, owner: User) -> int:
-    """The business lists a review site now: its messages held for one
-    (``Message.WAITING_FOR_REVIEW_SITE``) become pending, due at the time they were meant for
-    or now, whichever is later, moved into the sending window like any other send, and the
-    dispatcher sends them on its normal path. Returns how many were released.
+def messages_release_waiting(*, owner: User, location_id: uuid.UUID | None = None) -> int:
+    """A location lists a review site now (``None``: the default location): the messages of
+    its requests held for one (``Message.WAITING_FOR_REVIEW_SITE``) become pending, due at the
+    time they were meant for or now, whichever is later, moved into the location's sending
+    window like any other send, and the dispatcher sends them on its normal path. Returns how
+    many were released.
 
     Run in the transaction that adds the site, after ``BusinessSettings.lock_for``
     (``review_site_add``, whichever page adds the site). Requests are locked before their
     messages, the order of every writer that changes both."""
+    # Read, not cached: this transaction wrote the site, and may roll back.
+    policy = BusinessSettings.fresh(owner).at(location_id)
+    location = policy.location
     held = Message.objects.filter(
         review_request__owner=owner,
         status=Message.Status.PLANNED,
         last_error_code=Message.WAITING_FOR_REVIEW_SITE,
     )
-    if not ReviewSite.listed_by(owner.pk):
+    if location is not None:
+        held = held.filter(location.rows_q("review_request__location"))
+    if not ReviewSite.listed_at(owner.pk, location):
         return 0
     now = timezone.now()
-    policy = BusinessSettings.for_owner(owner)
     released = 0
     with transaction.atomic():
         request_ids = list(held.values_list("review_request_id", flat=True))
@@ -239,13 +316,15 @@ def review_site_remove(*, owner: User, site_id: uuid.UUID) -> bool:
     return bool(deleted)
 
 
-def review_sites_reorder(*, owner: User, site_ids: Sequence[uuid.UUID]) -> list[ReviewSite]:
-    """Put the owner's review sites in the order of ``site_ids``, which must name each of
-    them exactly once (``ValidationError`` otherwise). Returns the sites in their new order."""
+def review_sites_reorder(
+    *, owner: User, site_ids: Sequence[uuid.UUID], location_id: uuid.UUID | None = None
+) -> list[ReviewSite]:
+    """Put a location's review sites (``None``: the default location's) in the order of
+    ``site_ids``, which must name each of them exactly once (``ValidationError`` otherwise).
+    Returns the sites in their new order."""
+    _, rows = _location_rows(owner, location_id)
     with transaction.atomic():
-        sites = {
-            site.pk: site for site in ReviewSite.objects.select_for_update().filter(owner=owner)
-        }
+        sites = {site.pk: site for site in _sites(owner, rows).select_for_update()}
         if len(site_ids) != len(set(site_ids)) or set(site_ids) != set(sites):
             raise ValidationError("The list of review sites changed; reload the page.")
         ordered = [sites[pk] for pk in site_ids]
@@ -256,63 +335,116 @@ def review_sites_reorder(*, owner: User, site_ids: Sequence[uuid.UUID]) -> list[
 
 
 def review_site_move(*, owner: User, site_id: uuid.UUID, offset: int) -> bool:
-    """Move one review site ``offset`` places (-1: up, 1: down) in the owner's list; False if
-    the owner has no such site. Moving past either end leaves it there."""
+    """Move one review site ``offset`` places (-1: up, 1: down) in its location's list; False
+    if the owner has no such site. Moving past either end leaves it there."""
+    site = ReviewSite.objects.filter(owner=owner, pk=site_id).first()
+    if site is None:
+        return False
+    location_id, rows = _location_rows(owner, site.location_id)
     with transaction.atomic():
-        order = list(
-            ReviewSite.objects.select_for_update()
-            .filter(owner=owner)
-            .order_by("position", "created_at")
-            .values_list("pk", flat=True)
-        )
+        order = list(_sites(owner, rows).select_for_update().values_list("pk", flat=True))
         if site_id not in order:
             return False
         index = order.index(site_id)
         target = min(max(index + offset, 0), len(order) - 1)
         order.insert(target, order.pop(index))
-        review_sites_reorder(owner=owner, site_ids=order)
+        review_sites_reorder(owner=owner, site_ids=order, location_id=location_id)
     return True
 
 
+# Rows pinned per statement (``location_rows_pin``).
+PIN_BATCH = 1000
+
+
+def location_rows_pin(*, owner: User, location_id: uuid.UUID) -> int:
+    """Give the account's review requests and review sites that have no location the location
+    ``location_id`` (the default until now), ``PIN_BATCH`` rows a statement (outside a
+    transaction: each batch commits on its own), so that a change of the default location never
+    moves them (``accounts.signals.default_location_changing``). Returns how many were pinned.
+    A request's other fields, ``updated_at`` included, stay as they are."""
+    pinned = 0
+    for model in (ReviewRequest, ReviewSite):
+        unplaced = model.objects.filter(owner=owner, location__isnull=True)
+        while ids := list(unplaced.values_list("pk", flat=True)[:PIN_BATCH]):
+            pinned += unplaced.filter(pk__in=ids).update(location_id=location_id)
+    return pinned
+
+
 # --- Message wording ------------------------------------------------------------------------------
+#
+# ``location_id``: a location's own wording for the step, which its messages use; ``None``: the
+# account's, which every location without its own uses (then the shipped default).
 
 
 def message_template_draft(
-    *, owner: User, channel: str, step: int, subject: str = "", body: str = ""
+    *,
+    owner: User,
+    channel: str,
+    step: int,
+    subject: str = "",
+    body: str = "",
+    location_id: uuid.UUID | None = None,
 ) -> MessageTemplate:
     """An unsaved template for ``(channel, step)``, cleaned (``ValidationError`` with field
     names when the text cannot be used): what a preview shows and what ``save`` would store."""
-    template = MessageTemplate(owner=owner, channel=channel, step=step, subject=subject, body=body)
+    if location_id is not None:
+        _location_rows(owner, location_id)  # the account's, or UnknownLocation
+    template = MessageTemplate(
+        owner=owner,
+        location_id=location_id,
+        channel=channel,
+        step=step,
+        subject=subject,
+        body=body,
+    )
     # The owner's saved row for this step is the one being edited, not a duplicate of it.
     template.full_clean(validate_constraints=False)
     return template
 
 
 def message_template_save(
-    *, owner: User, channel: str, step: int, subject: str = "", body: str = ""
+    *,
+    owner: User,
+    channel: str,
+    step: int,
+    subject: str = "",
+    body: str = "",
+    location_id: uuid.UUID | None = None,
 ) -> MessageTemplate:
-    """Store the owner's wording for one step on one channel (replacing what was there).
+    """Store the wording for one step on one channel, the account's or a location's own
+    (replacing what was there).
 
     Validated by ``MessageTemplate.clean()``: known merge fields only, ``{review_link}``
     required, an SMS names the business and gets "Reply STOP to opt out" when it offers no way
     to stop. Messages not yet sent use the new wording.
     """
     draft = message_template_draft(
-        owner=owner, channel=channel, step=step, subject=subject, body=body
+        owner=owner, channel=channel, step=step, subject=subject, body=body, location_id=location_id
     )
     with transaction.atomic():
-        template, _ = MessageTemplate.objects.select_for_update().get_or_create(
+        mine = MessageTemplate.objects.select_for_update().filter(_at_location(location_id))
+        template, _ = mine.get_or_create(
             owner=owner,
             channel=channel,
             step=step,
-            defaults={"subject": draft.subject, "body": draft.body},
+            defaults={"location_id": location_id, "subject": draft.subject, "body": draft.body},
         )
         template.subject, template.body = draft.subject, draft.body
         template.save(update_fields=["subject", "body", "updated_at"])
     return template
 
 
-def message_template_reset(*, owner: User, channel: str, step: int) -> bool:
-    """Go back to the shipped default wording for one step; False if there was no own wording."""
-    deleted, _ = MessageTemplate.objects.filter(owner=owner, channel=channel, step=step).delete()
+def message_template_reset(
+    *, owner: User, channel: str, step: int, location_id: uuid.UUID | None = None
+) -> bool:
+    """Go back from the account's (or a location's own) wording for one step to what applies
+    without it (the account's, then the shipped default); False if there was none."""
+    deleted, _ = MessageTemplate.objects.filter(
+        _at_location(location_id), owner=owner, channel=channel, step=step
+    ).delete()
     return bool(deleted)
+
+
+def _at_location(location_id: uuid.UUID | None) -> Q:
+    """A template's own location: ``location_id``, or none (the account's wording)."""
+    return Q(location__isnull=True) if location_id is None else Q(location_id=location_id)

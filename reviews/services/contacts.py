@@ -4,9 +4,11 @@ back office alike."""
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -24,6 +26,7 @@ from ..models import (
     ReviewRequest,
     ReviewSite,
     SendTime,
+    UnknownLocation,
     messages_for,
 )
 from .dispatch import dispatcher_kick
@@ -52,8 +55,10 @@ def contact_add(
     data: ContactInput,
     source: str = Contact.Source.API,
     policy: BusinessSettings | None = None,
+    location_id: uuid.UUID | None = None,
 ) -> ContactAddResult:
-    """Add or update a contact and give them at most one scheduled review request.
+    """Add or update a contact and give them at most one scheduled review request at a
+    location of the business (``location_id``; ``None``: its default location).
 
     The one entry point for the API, the CSV import and everything else that adds a contact.
     ``data`` is the input as ``contact_input.normalize.clean_contact_input`` parsed it, with the
@@ -67,6 +72,14 @@ def contact_add(
     one that reached them within the cooldown, or create a request with all its message rows
     (step 0 pending at ``scheduled_for``, follow-ups planned).
 
+    Contacts are one per account, whatever the location; requests are per location: the
+    blocking request is the contact's at this location (one with no location is the default
+    location's), so the same person added at another location gets that location's own request
+    (each listing is its own review). A new request records its location (none only for an
+    account made by hand without one), and is planned by the location's policy
+    (``BusinessSettings.at``: its sending window, time zone and review sites).
+    ``ValidationError`` on ``location_id`` for a location of another account.
+
     Concurrency: the transaction first serialises adds of one person
     (``db.contact_add_lock``),
     so concurrent adds run one after the other and the later ones find the contact and its
@@ -78,10 +91,15 @@ def contact_add(
     works there too.
 
     ``policy``: the owner's ``BusinessSettings`` when the caller already holds them (the CSV
-    import reads them once per batch instead of once per row).
+    import reads them once per batch instead of once per row); the location is resolved from
+    it, cached with it, so the location costs no query.
     """
     if policy is None:
         policy = BusinessSettings.for_owner(owner)
+    try:
+        policy = policy.at(location_id)
+    except UnknownLocation:
+        raise ValidationError({"location_id": "No such location in this account."}) from None
     try:
         return _contact_add_once(owner=owner, clean=data, policy=policy, source=source)
     except IntegrityError:
@@ -144,7 +162,7 @@ def _decide(
 
     if not contact_created:
         blocking = selectors.review_request_blocking(
-            contact=contact, now=now, cooldown=policy.cooldown
+            contact=contact, now=now, cooldown=policy.cooldown, location=policy.location
         )
         if blocking is not None:
             return _existing(contact, blocking, policy, notes)
@@ -153,13 +171,15 @@ def _decide(
     if not steps:
         if contact_created:
             contact.save()
-        return _opted_out(owner, contact, contact_created, now, notes)
+        return _opted_out(owner, policy, contact, contact_created, now, notes)
 
     delay = clean.delay_hours if clean.delay_hours is not None else policy.default_delay_hours
     send = policy.send_time(
         channel=steps[0].channel, requested=now + timedelta(hours=delay), phone=contact.phone
     )
-    review_request = ReviewRequest(owner=owner, contact=contact, scheduled_for=send.at)
+    review_request = ReviewRequest(
+        owner=owner, contact=contact, location_id=policy.location_id, scheduled_for=send.at
+    )
     hold = Message.hold_reason(has_review_site=_has_review_site(owner, policy))
     messages = messages_for(review_request, steps, due_at=send.at, hold_reason=hold)
     db.review_request_insert(
@@ -182,14 +202,14 @@ def _decide(
 
 
 def _has_review_site(owner: User, policy: BusinessSettings) -> bool:
-    """Whether the business lists a review site, for a new request. The cached answer is
-    trusted when it is yes (the send checks again); a no is confirmed under the lock that
-    ``review_site_add`` takes, so a request held now is seen by the release of a site added
-    meanwhile."""
+    """Whether the request's location lists a review site, for a new request. The cached
+    answer is trusted when it is yes (the send checks again); a no is confirmed under the lock
+    that ``review_site_add`` takes, so a request held now is seen by the release of a site
+    added meanwhile."""
     if policy.has_review_site:
         return True
     BusinessSettings.lock_for(owner)
-    return ReviewSite.listed_by(owner.pk)
+    return ReviewSite.listed_at(owner.pk, policy.location)
 
 
 def _existing(
@@ -229,23 +249,34 @@ def _existing(
 
 
 def _opted_out(
-    owner: User, contact: Contact, contact_created: bool, now: datetime, notes: list[str]
+    owner: User,
+    policy: BusinessSettings,
+    contact: Contact,
+    contact_created: bool,
+    now: datetime,
+    notes: list[str],
 ) -> ContactAddResult:
     """Every channel we have an address for is opted out: nothing will ever be sent.
 
-    The contact's latest request is returned if there is one; otherwise a request is recorded
-    as ``opted_out`` straight away, so the caller gets an id and staff see the attempt.
+    The contact's latest request at the location is returned if there is one; otherwise a
+    request is recorded as ``opted_out`` straight away, so the caller gets an id and staff see
+    the attempt.
     """
     channels = " and ".join(
         str(c.label) for c in (Channel.SMS, Channel.EMAIL) if contact.address_for(c)
     )
     text = f"{contact.display_name} has opted out of {channels}; no review request will be sent."
-    latest = None if contact_created else selectors.review_request_latest(contact=contact)
+    latest = (
+        None
+        if contact_created
+        else selectors.review_request_latest(contact=contact, location=policy.location)
+    )
     created = latest is None
     if latest is None:
         latest = ReviewRequest.objects.create(
             owner=owner,
             contact=contact,
+            location_id=policy.location_id,
             scheduled_for=now,
             status=ReviewRequest.Status.OPTED_OUT,
             opted_out_at=now,

@@ -178,11 +178,15 @@ def _next(
     following = next((m for m in messages if m.status == Message.Status.PLANNED), None)
     if first is not None and first.sent_at is not None and following is not None:
         policy = owner.policy if owner else BusinessSettings.for_owner(request.owner)
-        following.due_at = policy.send_time(
-            channel=following.channel,
-            requested=first.sent_at + following.planned_offset,
-            phone=contact.phone,
-        ).at
+        following.due_at = (
+            policy.at(request.location_id)
+            .send_time(
+                channel=following.channel,
+                requested=first.sent_at + following.planned_offset,
+                phone=contact.phone,
+            )
+            .at
+        )
         following.save(
             update_fields=[*following.transition(Message.Status.PENDING, at=at), "due_at"]
         )

@@ -158,6 +158,7 @@ def _retry_later(message: Message, *, now: datetime, retry_after: float | None) 
     request = message.review_request
     message.due_at = (
         BusinessSettings.for_owner(request.owner)
+        .at(request.location_id)
         .send_time(
             channel=message.channel,
             requested=now + timedelta(seconds=delay),

@@ -74,15 +74,16 @@ T = TypeVar("T")
 @dataclass
 class SendBatch:
     """What one ``messages_send`` call reads once for all its rows: each owner, their settings
-    (a cache round trip and a model built from it per read), the event types they subscribe
-    to (two queries fewer per sent message) and their wording of each step (what reading them
-    once saves: docs/benchmarks.md, Optimisations kept).
+    with their locations (a cache round trip and a model built from it per read), the event
+    types they subscribe to (two queries fewer per sent message) and their wording of each
+    step at each location (what reading them once saves: docs/benchmarks.md, Optimisations
+    kept).
     A batch lasts well under a minute; a change saved meanwhile applies from the next batch
     on, as if the batch's later rows had gone out a moment earlier."""
 
     reads: dict[uuid.UUID, OwnerReads] = field(default_factory=dict)
     owners: dict[uuid.UUID, User] = field(default_factory=dict)
-    templates: dict[tuple[uuid.UUID, str, int], MessageTemplate | None] = field(
+    templates: dict[tuple[uuid.UUID, uuid.UUID | None, str, int], MessageTemplate | None] = field(
         default_factory=dict
     )
 
@@ -94,19 +95,24 @@ class SendBatch:
             )
         return self.reads[owner.pk]
 
-    def policy_for(self, owner: User) -> BusinessSettings:
-        return self.reads_for(owner).policy
+    def policy_for(self, owner: User, location_id: uuid.UUID | None) -> BusinessSettings:
+        """The owner's policy at a request's location (``BusinessSettings.at``)."""
+        return self.reads_for(owner).policy.at(location_id)
 
     def owner(self, owner_id: uuid.UUID) -> User:
         if owner_id not in self.owners:
             self.owners[owner_id] = User.objects.get(pk=owner_id)
         return self.owners[owner_id]
 
-    def template_for(self, message: Message) -> MessageTemplate | None:
-        """The owner's wording for the message's channel and step (``None``: the default)."""
-        key = (message.review_request.owner_id, message.channel, message.step)
+    def template_for(self, message: Message, policy: BusinessSettings) -> MessageTemplate | None:
+        """The owner's wording for the message's channel and step at the location ``policy``
+        is at (``None``: the default)."""
+        owner_id, location_id = message.review_request.owner_id, policy.location_id
+        key = (owner_id, location_id, message.channel, message.step)
         if key not in self.templates:
-            self.templates[key] = rendering.owner_template(*key)
+            self.templates[key] = rendering.owner_template(
+                owner_id, message.channel, message.step, location_id
+            )
         return self.templates[key]
 
 
@@ -171,9 +177,11 @@ def _send(message_id: str, slot: ProviderSlot, batch: SendBatch) -> SendResult:
     message = claimed
     attempt = message.attempts
     record_failure = partial(message_record_failure, message_id=message_id, attempt=attempt)
-    policy = batch.policy_for(message.review_request.owner)
+    request = message.review_request
+    policy = batch.policy_for(request.owner, request.location_id)
+    template = batch.template_for(message, policy)
     try:
-        outgoing = _with_db_retry(partial(_outgoing, message, policy, batch.template_for(message)))
+        outgoing = _with_db_retry(partial(_outgoing, message, policy, template))
     except (DatabaseError, InterfaceError):
         raise
     except Exception as exc:  # a broken template or default file: nothing was sent
@@ -266,9 +274,8 @@ def _claim(message_id: str, batch: SendBatch) -> Message | SendResult:
     if refusal:
         message_record_cancelled(message_id=message_id, attempt=message.attempts, reason=refusal)
         return SendResult.CANCELLED
-    policy = batch.policy_for(request.owner)
-    has_review_site = policy.has_review_site
-    hold = message.hold_reason(has_review_site=has_review_site)
+    policy = batch.policy_for(request.owner, request.location_id)
+    hold = message.hold_reason(has_review_site=policy.has_review_site)
     if hold:
         message_record_held(message_id=message_id, attempt=message.attempts, reason=hold)
         return SendResult.HELD

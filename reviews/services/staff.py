@@ -173,7 +173,7 @@ def review_request_send_now(*, review_request: ReviewRequest) -> Message:
             raise SendNowRefused(f"The contact has no {channel_name} address.")
         if contact.opted_out_of(message.channel):
             raise SendNowRefused(f"The contact opted out of {channel_name}.")
-        policy = BusinessSettings.for_owner(request.owner)
+        policy = BusinessSettings.for_owner(request.owner).at(request.location_id)
         allowed = policy.send_time(channel=message.channel, requested=now, phone=contact.phone)
         if allowed.at > now:
             raise SendNowRefused(

@@ -1,10 +1,12 @@
-"""Create a business owner: ``create_business --email E --password P --business-name N``."""
+"""Create a business owner: ``create_business --email E --password P --business-name N``, with
+its first location (named after the business, in its time zone) holding its review sites."""
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import validation_error_line
 from reviews.services import business_create
 
 
@@ -44,13 +46,5 @@ class Command(BaseCommand):
                 review_urls=options["review_url"],
             )
         except ValidationError as exc:
-            raise CommandError(_one_line(exc)) from None
+            raise CommandError(validation_error_line(exc)) from None
         self.stdout.write(str(owner.id))
-
-
-def _one_line(exc: ValidationError) -> str:
-    if hasattr(exc, "message_dict"):
-        return "; ".join(
-            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
-        )
-    return " ".join(exc.messages)

@@ -25,7 +25,7 @@ def test_active_statuses_match_the_one_active_request_constraint():
     constraint = next(
         c
         for c in ReviewRequest._meta.constraints
-        if c.name == "reviews_request_one_active_per_contact"
+        if c.name == "reviews_request_one_active_per_contact_location"
     )
     assert set(dict(constraint.condition.children)["status__in"]) == set(
         ReviewRequest.ACTIVE_STATUSES
