@@ -1,4 +1,4 @@
-"""create_location and add_member, and create_business's first location."""
+"""add_member: a login of the account for some of its locations."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 
-from accounts.models import Location, User
-from reviews.models import ReviewSite
+from accounts.models import User
 from reviews.services import business_create
 
 pytestmark = pytest.mark.django_db
@@ -32,58 +31,6 @@ def owner():
         time_zone="America/New_York",
         review_urls=["https://g.page/r/acme/review"],
     )
-
-
-def test_create_location_prints_the_id_of_a_location_with_its_sites(owner):
-    printed = run(
-        "create_location",
-        "--owner",
-        "Owner@Example.com",
-        "--name",
-        "Harbour",
-        "--review-url",
-        "https://g.page/r/acme-harbour/review",
-        "--review-url",
-        "https://www.trustpilot.com/review/acme-harbour",
-        "--time-zone",
-        "America/Los_Angeles",
-    )
-    location = Location.objects.get(pk=printed)
-    assert (location.account, location.name, location.time_zone, location.position) == (
-        owner,
-        "Harbour",
-        "America/Los_Angeles",
-        1,
-    )
-    assert list(
-        ReviewSite.objects.filter(location=location).order_by("position").values_list("label")
-    ) == [("Google",), ("Trustpilot",)]
-
-
-def test_a_location_is_in_the_business_time_zone_by_default(owner):
-    location = Location.objects.get(
-        pk=run("create_location", "--owner", owner.email, "--name", "B")
-    )
-    assert location.time_zone == "America/New_York"
-    assert not ReviewSite.objects.filter(location=location).exists()
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--owner", "nobody@example.com", "--name", "X"], "No business owner"),
-        (["--owner", "owner@example.com", "--name", "Acme Plumbing"], "already exists"),
-        (["--owner", "owner@example.com", "--name", "X", "--time-zone", "Mars/Base"], "time_zone"),
-        (
-            ["--owner", "owner@example.com", "--name", "X", "--review-url", "https://yelp.com/b"],
-            "Yelp",
-        ),
-    ],
-)
-def test_create_location_refuses_bad_input_and_creates_nothing(owner, args, message):
-    with pytest.raises(CommandError, match=message):
-        run("create_location", *args)
-    assert Location.objects.filter(account=owner).count() == 1
 
 
 def test_add_member_creates_a_login_of_the_account_for_its_locations(owner):
