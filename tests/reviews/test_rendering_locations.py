@@ -17,8 +17,8 @@ from reviews.services import (
     message_template_save,
 )
 from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory, first_location
-from tests.reviews.conftest import dispatch_and_send
 from tests.support.contacts import contact_input
+from tests.support.delivery import dispatch_and_send
 
 pytestmark = pytest.mark.django_db
 
