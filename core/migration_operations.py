@@ -117,11 +117,7 @@ class AddConstraintOnline(migrations.AddConstraint):
         model = to_state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
-        if schema_editor.connection.vendor != "postgresql":
-            schema_editor.add_constraint(model, self.constraint)
-            return
-        sql = self.constraint.create_sql(model, schema_editor)
-        schema_editor.execute(_with_concurrently(sql, "CREATE UNIQUE INDEX"), params=None)
+        _add_online(schema_editor, model, _index_backed(self.constraint))
 
     def database_backwards(
         self,
@@ -164,12 +160,19 @@ class RemoveConstraintOnline(migrations.RemoveConstraint):
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
         state = to_state.models[app_label, self.model_name_lower]
-        constraint = _index_backed(state.get_constraint_by_name(self.name))
-        if schema_editor.connection.vendor != "postgresql":
-            schema_editor.add_constraint(model, constraint)
-            return
-        sql = constraint.create_sql(model, schema_editor)
-        schema_editor.execute(_with_concurrently(sql, "CREATE UNIQUE INDEX"), params=None)
+        _add_online(schema_editor, model, _index_backed(state.get_constraint_by_name(self.name)))
+
+
+def _add_online(
+    schema_editor: BaseDatabaseSchemaEditor,
+    model: type[models.Model],
+    constraint: models.UniqueConstraint,
+) -> None:
+    if schema_editor.connection.vendor != "postgresql":
+        schema_editor.add_constraint(model, constraint)
+        return
+    sql = constraint.create_sql(model, schema_editor)
+    schema_editor.execute(_with_concurrently(sql, "CREATE UNIQUE INDEX"), params=None)
 
 
 def _remove_online(
