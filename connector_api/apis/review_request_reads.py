@@ -23,7 +23,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.lookups import owned_or_404
+from connector_api.lookups import api_access, location_filter, reachable_or_404, require_write
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.pagination import PageQuerySerializer, page
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
@@ -33,7 +33,7 @@ from core.ratelimit import RateLimitedView
 from core.times import iso_utc
 from reviews import selectors
 from reviews.models import ReviewRequest
-from reviews.representations import review_request_object
+from reviews.representations import account_default_location, review_request_object
 from reviews.services import CancelRefused, review_request_cancel
 
 NOT_FOUND = "No review request with this id."
@@ -46,11 +46,12 @@ REQUEST_ID = OpenApiParameter(
 
 
 def owned_request(request: AuthenticatedRequest, request_id: str) -> ReviewRequest:
-    """The token owner's request ``request_id`` with its contact; 404 otherwise (someone
-    else's request included: its existence is not revealed)."""
-    return owned_or_404(
+    """The account's request ``request_id`` at a location the token's user reaches, with its
+    contact; 404 otherwise (another account's or location's request included: its existence
+    is not revealed)."""
+    return reachable_or_404(
         ReviewRequest.objects.select_related("contact"),
-        owner=request.user,
+        access=api_access(request),
         pk=request_id,
         not_found=NOT_FOUND,
     )
@@ -73,6 +74,11 @@ class ReviewRequestListApi(RateLimitedView, APIView):
             default=None,
             help_text="Only requests changed (any status change, or their schedule) at or "
             "after this ISO 8601 time; without an offset it is read as UTC.",
+        )
+        location_id = serializers.CharField(
+            required=False,
+            default="",
+            help_text="Only requests at this location (an `id` from GET /locations).",
         )
 
     @extend_schema_serializer(component_name="ReviewRequestPage")
@@ -104,13 +110,17 @@ class ReviewRequestListApi(RateLimitedView, APIView):
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        access = api_access(request)
         requests = selectors.review_requests_of(
-            owner=request.user,
+            access=access,
             status=params.get("status", ""),
             changed_since=params["since"],
+            location_id=location_filter(access, params["location_id"]),
         )
         items, next_cursor = page(requests, limit=params["limit"], cursor=params["cursor"])
-        return Response({"results": [review_request_object(r) for r in items], "next": next_cursor})
+        default = account_default_location(access.owner.pk)
+        results = [review_request_object(r, default_location=default) for r in items]
+        return Response({"results": results, "next": next_cursor})
 
 
 class TimelineEventSerializer(serializers.Serializer[dict[str, Any]]):
@@ -194,6 +204,7 @@ class ReviewRequestCancelApi(RateLimitedView, APIView):
     )
     def post(self, request: AuthenticatedRequest, platform: str, request_id: str) -> Response:
         found = owned_request(request, request_id)
+        require_write(request)
         try:
             cancelled = review_request_cancel(
                 review_request=found, detail="through the API", refuse_ended=True
