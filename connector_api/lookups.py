@@ -18,8 +18,13 @@ from django.db.models import Model, Q, QuerySet
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 
-from accounts.access import Access, access_for, can_write, location_q, reaches
-from accounts.models import Location
+from accounts.access import (
+    Access,
+    access_for,
+    can_write,
+    location_q,
+    reaches,
+)
 from connector_api.permissions import AuthenticatedRequest
 from contact_input.normalize import is_uuid
 from events.models import WebhookSubscription
@@ -93,16 +98,6 @@ def subscriptions_of(access: Access) -> QuerySet[WebhookSubscription]:
     if access.location_ids is not None:
         hooks = hooks.filter(subscriber=access.user)
     return hooks
-
-
-def locations_reached(access: Access) -> list[Location]:
-    """The account's locations ``access`` reaches, in the account's order."""
-    locations = Location.objects.filter(account_id=access.owner.pk).order_by(
-        "position", "created_at"
-    )
-    if access.location_ids is not None:
-        locations = locations.filter(pk__in=sorted(access.location_ids))
-    return list(locations)
 
 
 def location_given(access: Access, value: object, *, field: str = LOCATION_FIELD) -> uuid.UUID:

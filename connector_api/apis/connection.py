@@ -16,8 +16,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import locations_reached
 from accounts.models import Role
-from connector_api.lookups import api_access, locations_reached
+from connector_api.lookups import api_access
 from connector_api.openapi import StatusError
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses

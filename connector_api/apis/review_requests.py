@@ -21,13 +21,13 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import locations_reached
 from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
 from connector_api.lookups import (
     LOCATION_FIELD,
     api_access,
     is_owner_token,
     location_for_send,
-    locations_reached,
     require_write,
 )
 from connector_api.openapi import (
