@@ -2,8 +2,9 @@
 platform polls), ``GET .../review-requests/<id>`` (one request and its timeline) and
 ``POST .../review-requests/<id>/cancel``.
 
-Every request is looked up within the token owner's own: another owner's id is a 404, exactly
-as an id that does not exist. The items are ``reviews.representations.review_request_object``,
+Every request is looked up within what the token's user reaches (``connector_api.lookups``):
+another account's id, or one at a location a member does not reach, is a 404, exactly as an id
+that does not exist. The items are ``reviews.representations.review_request_object``,
 the one shape of a review request in the API and the events; the rules (what a timeline holds,
 what a cancel does) are ``reviews.selectors`` and ``reviews.services``'.
 """
@@ -41,7 +42,8 @@ REQUEST_ID = OpenApiParameter(
     "request_id",
     str,
     OpenApiParameter.PATH,
-    description="The review request's `id` (a UUID); another owner's is a 404.",
+    description="The review request's `id` (a UUID); another account's, or one at a location "
+    "the user does not reach, is a 404.",
 )
 
 
@@ -50,7 +52,7 @@ def owned_request(request: AuthenticatedRequest, request_id: str) -> ReviewReque
     contact; 404 otherwise (another account's or location's request included: its existence
     is not revealed)."""
     return reachable_or_404(
-        ReviewRequest.objects.select_related("contact"),
+        ReviewRequest.objects.select_related("contact", "location"),
         access=api_access(request),
         pk=request_id,
         not_found=NOT_FOUND,
@@ -58,7 +60,7 @@ def owned_request(request: AuthenticatedRequest, request_id: str) -> ReviewReque
 
 
 class ReviewRequestListApi(RateLimitedView, APIView):
-    """The owner's review requests, newest first, a page at a time."""
+    """The review requests the token's user reaches, newest first, a page at a time."""
 
     permission_classes = [TokenHasRequiredScopes]
     required_scopes = ["read"]
@@ -91,9 +93,10 @@ class ReviewRequestListApi(RateLimitedView, APIView):
     @extend_schema(
         operation_id="review_requests_list",
         summary="List review requests",
-        description="The owner's review requests, newest first (by creation), `limit` at a "
-        "time; pass `next` back as `cursor` for the next page. `status` and `since` filter "
-        "(`since`: changed at or after). The list an automation platform polls.",
+        description="The review requests the token's user reaches (every location for the "
+        "owner, their own for a member), newest first (by creation), `limit` at a time; pass "
+        "`next` back as `cursor` for the next page. `status`, `since` (changed at or after) "
+        "and `location_id` filter. The list an automation platform polls.",
         tags=["Review requests"],
         parameters=[QuerySerializer],
         responses={200: OutputSerializer, **error_responses(400, 401, 403)},
@@ -161,7 +164,7 @@ class ReviewRequestDetailApi(RateLimitedView, APIView):
         summary="One review request and its timeline",
         description="The review request and what happened to it, oldest first: its messages "
         "sent, delivered or failed, clicks, private feedback, opt-outs and its end. Another "
-        "owner's id is a 404.",
+        "account's id, or one at a location the user does not reach, is a 404.",
         tags=["Review requests"],
         parameters=[REQUEST_ID],
         responses={200: ReviewRequestDetailSerializer, **error_responses(401, 403, 404)},

@@ -206,7 +206,9 @@ def review_request_latest_visible(
 ) -> ReviewRequest | None:
     """The contact's latest request among those ``access`` reaches (at ``location_id`` only,
     when given)."""
-    requests = review_requests_visible(access=access).filter(contact=contact)
+    requests = (
+        review_requests_visible(access=access).filter(contact=contact).select_related("location")
+    )
     if location_id is not None:
         requests = requests.filter(
             locations_q(

@@ -326,3 +326,22 @@ def test_a_hook_with_a_location_id_receives_only_that_locations_events(account):
     )
     assert refused.status_code == 400 and "location_id" in refused.json()["fields"]
     assert WebhookSubscription.objects.count() == 1
+
+
+def test_a_members_list_costs_the_same_queries_for_one_request_or_many(account):
+    """The location of each item comes with it (no query per request, NULL ones included)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    owner = account["owner"]
+    manager = client_of(account["default_manager"])
+    request_at(owner, account["downtown"], "first@example.com")
+    manager.get(f"{BASE}/me")  # the token is then cached, as on every call after the first
+    with CaptureQueriesContext(connection) as one:
+        assert len(manager.get(f"{BASE}/review-requests").json()["results"]) == 1
+    for n in range(3):
+        made = request_at(owner, account["uptown"], f"u{n}@example.com")
+    ReviewRequest.objects.filter(pk=made.pk).update(location=None)  # the default's
+    with CaptureQueriesContext(connection) as many:
+        assert len(manager.get(f"{BASE}/review-requests").json()["results"]) == 4
+    assert len(many) == len(one) <= 5  # counter, member, their locations, page, the default
