@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.access import locations_reached
 from accounts.models import Role
-from connector_api.lookups import api_access
+from connector_api.lookups import api_access, is_owner_token
 from connector_api.openapi import StatusError
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses
@@ -63,12 +63,17 @@ class MeApi(RateLimitedView, APIView):
         responses={200: OutputSerializer, **error_responses(401, 403)},
     )
     def get(self, request: AuthenticatedRequest, platform: str) -> Response:
-        access = api_access(request)
+        user = request.user
+        if is_owner_token(request):  # no query: the owner is the account
+            business_name, role = user.business_name, str(Role.OWNER)
+        else:
+            access = api_access(request)
+            business_name, role = access.owner.business_name, str(access.role)
         body: MeBody = {
-            "id": request.user.pk,
-            "email": request.user.email,
-            "business_name": access.owner.business_name,
-            "role": str(access.role),
+            "id": user.pk,
+            "email": user.email,
+            "business_name": business_name,
+            "role": role,
         }
         return Response(self.OutputSerializer(body).data)
 
