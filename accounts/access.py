@@ -94,6 +94,17 @@ def reaches(access: Access, location_id: uuid.UUID | None) -> bool:
     return target is not None and target in access.location_ids
 
 
+def locations_reached(access: Access) -> list[Location]:
+    """The account's locations ``access`` reaches, in the account's order (the API's
+    ``GET /locations``, the OAuth consent page)."""
+    locations = Location.objects.filter(account_id=access.owner.pk).order_by(
+        "position", "created_at"
+    )
+    if access.location_ids is not None:
+        locations = locations.filter(pk__in=sorted(access.location_ids))
+    return list(locations)
+
+
 def can_write(access: Access) -> bool:
     """Whether ``access`` may change what it reaches (a viewer may not)."""
     return access.role != Role.VIEWER

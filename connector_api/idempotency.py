@@ -62,7 +62,7 @@ def ttl() -> timedelta:
 def idempotent(
     request: AuthenticatedRequest, *, endpoint: str, handler: Callable[[], Response]
 ) -> Response:
-    """Run ``handler`` at most once per (user, ``Idempotency-Key``); no header: just run it.
+    """Run ``handler`` at most once per (account, ``Idempotency-Key``); no header: just run it.
 
     With a key: claim it, then run ``handler`` and store its response in one transaction, so
     the response commits with the work (``handler`` may open transactions of its own: they
@@ -83,7 +83,7 @@ def idempotent(
             fields={HEADER: [f"Must be 1 to {MAX_KEY_LENGTH} visible ASCII characters."]},
         )
     claim = idempotency_key_claim(
-        owner=request.user,
+        owner=request.user.account or request.user,  # per account, whoever of it calls
         key=key,
         endpoint=endpoint,
         fingerprint=request_fingerprint(endpoint=endpoint, data=request.data),

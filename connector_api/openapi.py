@@ -85,6 +85,17 @@ def _contact_request_serializer() -> type[serializers.Serializer[None]]:
         )(required=False)
         for spec in CONTACT_FIELDS
     }
+    fields["location_id"] = extend_schema_field(
+        {
+            "type": "string",
+            "format": "uuid",
+            "nullable": True,
+            "description": "Where the request is sent from: an `id` from GET /locations. "
+            "Absent: the user's only location, else the account's default location (a 400 "
+            "naming `location_id` for a member who may not act there). Not one of the "
+            "user's locations: a 400 naming `location_id`, nothing created.",
+        }
+    )(type("location_id_field", (serializers.Field,), {}))(required=False)
     return type(
         "ContactRequest",
         (serializers.Serializer,),
@@ -115,6 +126,12 @@ class ReviewRequestSerializer(serializers.Serializer[dict[str, Any]]):
     scheduled_for = serializers.CharField()
     status = serializers.CharField()
     message = serializers.CharField()
+    location_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="Where the request is (a request stored without one is at the account's "
+        "default location); `null` only in an account without locations.",
+    )
+    location_name = serializers.CharField(allow_null=True)
 
 
 class InputFieldSpec(TypedDict):
@@ -128,6 +145,7 @@ class InputFieldSpec(TypedDict):
     placeholder: NotRequired[str]
     default: NotRequired[str]
     dict: NotRequired[bool]
+    dynamic: NotRequired[str]
 
 
 class InputFieldsBody(TypedDict):
@@ -149,6 +167,11 @@ class InputField(serializers.Serializer[InputFieldSpec]):
         required=False, help_text="On `delay_hours`: the business's default delay."
     )
     dict = serializers.BooleanField(required=False, help_text="On `metadata`: key/value input.")
+    dynamic = serializers.CharField(
+        required=False,
+        help_text="On `location_id`: `locations.id.name`, a dropdown of the user's locations "
+        "(Zapier's hidden `locations` trigger).",
+    )
 
 
 class InputFieldsResponse(serializers.Serializer[InputFieldsBody]):
@@ -488,6 +511,8 @@ REVIEW_REQUEST_EXAMPLE = OpenApiExample(
         "scheduled_for": "2026-11-21T15:00:00Z",
         "status": "scheduled",
         "message": "Review request scheduled for Jane Smith by SMS at 2026-11-21 15:00 UTC.",
+        "location_id": "3f6c2b1e-9a4d-4c8e-b7f1-2d5e8a9c0b1d",
+        "location_name": "Downtown",
     },
     response_only=True,
 )

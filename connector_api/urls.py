@@ -6,7 +6,7 @@ redirect would break Zapier, which refuses redirects to loopback hosts.
 
 from django.urls import URLPattern, path
 
-from connector_api.apis.connection import MeApi, StatusApi
+from connector_api.apis.connection import LocationsApi, MeApi, StatusApi
 from connector_api.apis.contacts import ContactLookupApi
 from connector_api.apis.hooks import HookApi, HooksApi
 from connector_api.apis.review_request_reads import (
@@ -21,6 +21,7 @@ app_name = "connector_api"
 urlpatterns: list[URLPattern] = [
     path("me", MeApi.as_view(), name="me"),
     path("status", StatusApi.as_view(), name="status"),
+    path("locations", LocationsApi.as_view(), name="locations"),
     path("hooks", HooksApi.as_view(), name="hooks"),
     path("hooks/<str:hook_id>", HookApi.as_view(), name="hook"),
     path("send-review-request", SendReviewRequestApi.as_view(), name="send-review-request"),

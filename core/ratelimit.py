@@ -124,7 +124,8 @@ def remember_usage(request: HttpRequest, usage: Usage | None) -> None:
 
 
 def user_bucket(user: Any) -> str:
-    return f"user:{user.pk}"
+    """Per account: a member's calls count with its owner's."""
+    return f"user:{getattr(user, 'account_id', None) or user.pk}"
 
 
 def ip_bucket(request: HttpRequest) -> str:

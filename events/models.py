@@ -64,6 +64,19 @@ class WebhookSubscription(models.Model):
         related_name="webhook_subscriptions",
         db_index=False,
     )
+    # Who subscribed: a member's subscription receives only the events of the locations they
+    # reach (``accounts.access``); NULL: the owner (and rows made before members existed).
+    subscriber = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="+",
+        null=True,
+        blank=True,
+    )
+    # Only the events of this location (NULL: of every location the subscriber reaches).
+    location = models.ForeignKey(
+        "accounts.Location", on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     event = models.CharField(max_length=40, choices=EventType.choices)
     target_url = models.URLField(max_length=2000)
     secret = models.CharField(max_length=100)

@@ -37,6 +37,8 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.access import access_for, reaches
+from accounts.models import Location, User
 from core.metrics import WEBHOOK_DELIVERIES
 from core.times import iso_utc
 
@@ -61,19 +63,29 @@ def event_record(
     type: str,
     data: dict[str, Any] | Callable[[], dict[str, Any]],
     occurred_at: datetime | None = None,
+    location_id: uuid.UUID | Callable[[], uuid.UUID | None] | None = None,
 ) -> Event | None:
     """Record an event for ``owner_id`` in the current transaction (required), with a
-    delivery row per active subscription to ``type``; returns it, or ``None`` when no
-    subscription wants it (nothing is written: nobody could receive it).
+    delivery row per active subscription to ``type`` that wants it: the event's location
+    (``location_id``; ``None``: the account's default location) must be the subscription's
+    location when it names one, and one its subscriber reaches when a member subscribed
+    (``accounts.access``); a function returning it is called only when a subscription
+    filters on locations. Returns the event, or ``None`` when no subscription wants it
+    (nothing is written: nobody could receive it).
 
     ``data``: JSON-ready, or a function returning it, called only when the event is written
     (the state changes of a business nobody subscribed for pay one indexed read)."""
     if not connection.in_atomic_block:
         raise RuntimeError("event_record runs in the transaction of the change it reports")
     type = EventType(type)
-    subscriptions = list(
-        _active_subscriptions(owner_id).filter(event=type).values_list("pk", flat=True)
+    rows: list[tuple[uuid.UUID, uuid.UUID | None, uuid.UUID | None]] = list(
+        _active_subscriptions(owner_id)
+        .filter(event=type)
+        .values_list("pk", "location_id", "subscriber_id")
     )
+    if any(location or subscriber for _, location, subscriber in rows):
+        rows = _wanting(rows, owner_id=owner_id, location_id=location_id)
+    subscriptions = [pk for pk, _, _ in rows]
     if not subscriptions:
         return None
     now = timezone.now()
@@ -89,6 +101,35 @@ def event_record(
     )
     transaction.on_commit(webhooks_kick)
     return event
+
+
+def _wanting(
+    rows: list[tuple[uuid.UUID, uuid.UUID | None, uuid.UUID | None]],
+    *,
+    owner_id: uuid.UUID,
+    location_id: uuid.UUID | Callable[[], uuid.UUID | None] | None,
+) -> list[tuple[uuid.UUID, uuid.UUID | None, uuid.UUID | None]]:
+    """The subscriptions (pk, location, subscriber) that receive an event at ``location_id``
+    (``None``: the account's default location)."""
+    at = location_id() if callable(location_id) else location_id
+    if at is None:
+        at = (
+            Location.objects.filter(account_id=owner_id)
+            .order_by("position", "created_at")
+            .values_list("pk", flat=True)
+            .first()
+        )
+    subscribers = {subscriber for _, _, subscriber in rows if subscriber is not None}
+    reached = {
+        user.pk: reaches(access_for(user), at)
+        for user in User.objects.filter(pk__in=subscribers).select_related("account")
+    }
+    return [
+        (pk, location, subscriber)
+        for pk, location, subscriber in rows
+        if (location is None or location == at)
+        and (subscriber is None or reached.get(subscriber, False))
+    ]
 
 
 def event_types_subscribed(*, owner_id: uuid.UUID) -> frozenset[str]:
@@ -133,10 +174,20 @@ class SubscriptionRefused(ValueError):
         self.field = field
 
 
-def webhook_subscription_create(*, owner: Any, event: str, target_url: str) -> WebhookSubscription:
-    """Subscribe ``target_url`` to ``event`` for ``owner``: the URL is checked (scheme and
-    resolved addresses) first. Raises ``SubscriptionRefused``. The secret is on the returned
-    row; it is shown to the caller once."""
+def webhook_subscription_create(
+    *,
+    owner: Any,
+    event: str,
+    target_url: str,
+    subscriber: Any = None,
+    location_id: uuid.UUID | None = None,
+) -> WebhookSubscription:
+    """Subscribe ``target_url`` to ``event`` for ``owner`` (the account): the URL is checked
+    (scheme and resolved addresses) first. ``subscriber``: the member who subscribes (their
+    locations' events only; ``None``: the owner); ``location_id``: only that location's
+    events (the caller checked that the subscriber reaches it). Raises
+    ``SubscriptionRefused``. The secret is on the returned row; it is shown to the caller
+    once."""
     if event not in EventType.values:
         raise SubscriptionRefused(f"Must be one of: {', '.join(EventType.values)}.", field="event")
     try:
@@ -150,7 +201,12 @@ def webhook_subscription_create(*, owner: Any, event: str, target_url: str) -> W
                 "first."
             )
         return WebhookSubscription.objects.create(
-            owner=owner, event=event, target_url=target_url, secret=secret_new()
+            owner=owner,
+            subscriber=subscriber,
+            location_id=location_id,
+            event=event,
+            target_url=target_url,
+            secret=secret_new(),
         )
 
 

@@ -37,7 +37,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.access import access_for, can_manage_account
+from accounts.access import access_for, locations_reached
+from accounts.models import User
 from core.errors import error_response
 from core.openapi import error_responses
 from core.ratelimit import (
@@ -102,18 +103,6 @@ class AuthorizeView(dot_views.AuthorizationView):  # type: ignore[misc]  # oauth
             pass  # reported (by redirect) only once the owner is logged in
         return redirect_to_login(self.request.get_full_path(), resolve_url(settings.LOGIN_URL))
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        user = request.user
-        if user.is_authenticated and not can_manage_account(access_for(user)):
-            # A token acts as the account: only its owner connects apps.
-            return self._error_page(
-                "access_denied",
-                "Only the owner of the account can connect apps. Ask them to connect it.",
-                status=403,
-            )
-        response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
-        return response
-
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             scopes, credentials = self.validate_authorization_request(request)
@@ -130,8 +119,15 @@ class AuthorizeView(dot_views.AuthorizationView):  # type: ignore[misc]  # oauth
             "code_challenge": credentials.get("code_challenge"),
             "code_challenge_method": credentials.get("code_challenge_method"),
         }
+        user = request.user
+        assert isinstance(user, User)  # LoginRequiredMixin let only users in
+        access = access_for(user)  # a member approves for themselves
         context = {
             "application": application,
+            "business_name": access.owner.business_name,
+            "locations": locations_reached(access),
+            "every_location": access.location_ids is None,
+            "role": access.role,
             "scopes_descriptions": [all_scopes[scope] for scope in scopes],
             "redirect_host": urlsplit(credentials["redirect_uri"]).hostname,
             "form": self.get_form(),

@@ -8,6 +8,7 @@ region), so any format that would match an existing contact when adding finds it
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, TypedDict
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -16,6 +17,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import Access
+from connector_api.lookups import api_access, location_filter
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from contact_input.normalize import normalize_email, normalize_phone
@@ -66,8 +69,12 @@ class ContactSerializer(serializers.Serializer[ContactBody]):
     )
 
 
-def contact_body(contact: Contact) -> ContactBody:
-    latest = selectors.review_request_latest(contact=contact)
+def contact_body(
+    contact: Contact, *, access: Access, location_id: uuid.UUID | None = None
+) -> ContactBody:
+    latest = selectors.review_request_latest_visible(
+        access=access, contact=contact, location_id=location_id
+    )
     return {
         "id": str(contact.id),
         "name": contact.full_name,
@@ -105,11 +112,17 @@ class ContactLookupApi(RateLimitedView, APIView):
             help_text="Any format; numbers without a country code are read in the business's "
             "default region.",
         )
+        location_id = serializers.CharField(
+            required=False,
+            default="",
+            help_text="Only a contact with a review request at this location (an `id` from "
+            "GET /locations); their latest request there.",
+        )
 
-        def validate(self, attrs: dict[str, str]) -> dict[str, str]:
+        def validate(self, attrs: dict[str, str]) -> dict[str, Any]:
             if not attrs["email"].strip() and not attrs["phone"].strip():
                 raise serializers.ValidationError("Give `email` or `phone` (or both).")
-            found: dict[str, str] = {}
+            found: dict[str, Any] = {}
             errors: dict[str, list[str]] = {}
             try:
                 found["email_key"] = normalize_email(attrs["email"])[1]
@@ -121,6 +134,7 @@ class ContactLookupApi(RateLimitedView, APIView):
                 errors["phone"] = exc.messages
             if errors:
                 raise serializers.ValidationError(errors)
+            found["location_id"] = location_filter(self.context["access"], attrs["location_id"])
             return found
 
     @extend_schema_serializer(component_name="ContactPage")
@@ -131,7 +145,7 @@ class ContactLookupApi(RateLimitedView, APIView):
     @extend_schema(
         operation_id="contacts_lookup",
         summary="Find a contact by e-mail or phone",
-        description="The owner's contact with this e-mail or this phone number (either "
+        description="The account's contact with this e-mail or this phone number (either "
         "matches when both are given; the e-mail's match first), with their latest review "
         "request. An empty list when none; 400 when neither is given.",
         tags=["Contacts"],
@@ -163,10 +177,18 @@ class ContactLookupApi(RateLimitedView, APIView):
         ],
     )
     def get(self, request: AuthenticatedRequest, platform: str) -> Response:
+        access = api_access(request)
         query = self.QuerySerializer(
-            data=request.query_params, context={"default_region": request.user.default_region}
+            data=request.query_params,
+            context={"default_region": access.owner.default_region, "access": access},
         )
         query.is_valid(raise_exception=True)
-        contacts = selectors.contacts_find(owner=request.user, **query.validated_data)
-        body: ContactPage = {"results": [contact_body(c) for c in contacts], "next": None}
+        params = query.validated_data
+        contacts = selectors.contacts_find(access=access, **params)
+        body: ContactPage = {
+            "results": [
+                contact_body(c, access=access, location_id=params["location_id"]) for c in contacts
+            ],
+            "next": None,
+        }
         return Response(body)

@@ -12,7 +12,12 @@ from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.lookups import owned_or_404
+from connector_api.lookups import (
+    api_access,
+    location_filter,
+    reachable_or_404,
+    subscriptions_of,
+)
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
 from core.openapi import error_responses
 from core.ratelimit import RateLimitedView
@@ -31,6 +36,15 @@ class HookInput(serializers.Serializer[dict[str, Any]]):
         help_text="Where to POST the events: an `https://` URL on the public internet.",
     )
     event = serializers.ChoiceField(choices=EventType.values, help_text="The event type.")
+    location_id = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        default=None,
+        help_text="Only the events of this location (an `id` from GET /locations); absent: "
+        "the events of every location the user reaches (a member's subscription never "
+        "receives another location's).",
+    )
 
 
 class HookCreated(serializers.Serializer[dict[str, Any]]):
@@ -41,6 +55,9 @@ class HookCreated(serializers.Serializer[dict[str, Any]]):
         help_text="`whsec_` + base64 key of the `webhook-signature` HMAC; shown only here."
     )
     created_at = serializers.CharField()
+    location_id = serializers.UUIDField(
+        allow_null=True, help_text="The location it is limited to; `null`: every one reached."
+    )
 
 
 class Hook(serializers.Serializer[dict[str, Any]]):
@@ -50,6 +67,9 @@ class Hook(serializers.Serializer[dict[str, Any]]):
     created_at = serializers.CharField()
     active = serializers.BooleanField(help_text="`false` once disabled after failing for days.")
     disabled_at = serializers.CharField(allow_null=True)
+    location_id = serializers.UUIDField(
+        allow_null=True, help_text="The location it is limited to; `null`: every one reached."
+    )
 
 
 class HookList(serializers.Serializer[dict[str, Any]]):
@@ -65,7 +85,12 @@ def hook_body(subscription: WebhookSubscription) -> dict[str, Any]:
         "created_at": iso_utc(subscription.created_at),
         "active": subscription.is_active,
         "disabled_at": iso_utc(subscription.disabled_at) if subscription.disabled_at else None,
+        "location_id": _location_id(subscription),
     }
+
+
+def _location_id(subscription: WebhookSubscription) -> str | None:
+    return str(subscription.location_id) if subscription.location_id else None
 
 
 class HooksApi(RateLimitedView, APIView):
@@ -81,7 +106,8 @@ class HooksApi(RateLimitedView, APIView):
         operation_id="subscribe_hook",
         summary="Subscribe a URL to an event",
         description="Events of this type are then POSTed to `target_url`, signed as the "
-        "Standard Webhooks spec says with the returned `secret` (shown only here). The URL "
+        "Standard Webhooks spec says with the returned `secret` (shown only here), for the "
+        "locations the user reaches (`location_id`: one of them only). The URL "
         "must be `https://` and resolve to public addresses only. A `410 Gone` answer to a "
         "delivery removes the subscription.",
         tags=["Hooks"],
@@ -120,9 +146,15 @@ class HooksApi(RateLimitedView, APIView):
             )
         serializer = HookInput(data=request.data)
         serializer.is_valid(raise_exception=True)
+        access = api_access(request)
+        params = serializer.validated_data
         try:
             subscription = webhook_subscription_create(
-                owner=request.user, **serializer.validated_data
+                owner=access.owner,
+                subscriber=request.user if access.location_ids is not None else None,
+                location_id=location_filter(access, params["location_id"]),
+                event=params["event"],
+                target_url=params["target_url"],
             )
         except SubscriptionRefused as exc:
             key = exc.field or "non_field_errors"
@@ -133,18 +165,20 @@ class HooksApi(RateLimitedView, APIView):
             "target_url": subscription.target_url,
             "secret": subscription.secret,
             "created_at": iso_utc(subscription.created_at),
+            "location_id": _location_id(subscription),
         }
         return Response(body, status=201)
 
     @extend_schema(
         operation_id="list_hooks",
-        summary="The connected owner's subscriptions",
-        description="Every subscription of the owner, newest first (secrets are not shown).",
+        summary="The connected user's subscriptions",
+        description="The owner's token: every subscription of the account; a member's: their "
+        "own. Newest first (secrets are not shown).",
         tags=["Hooks"],
         responses={200: HookList, **error_responses(401, 403)},
     )
     def get(self, request: AuthenticatedRequest, platform: str) -> Response:
-        hooks = WebhookSubscription.objects.filter(owner=request.user).order_by("-created_at")
+        hooks = subscriptions_of(api_access(request)).order_by("-created_at")
         return Response({"results": [hook_body(h) for h in hooks], "next": None})
 
 
@@ -158,7 +192,8 @@ class HookApi(RateLimitedView, APIView):
         operation_id="unsubscribe_hook",
         summary="Unsubscribe",
         description="Deletes the subscription; deliveries not yet made are dropped. Another "
-        "owner's id, or one already deleted, is a 404.",
+        "account's id, another member's (for a member's token), or one already deleted, is "
+        "a 404.",
         tags=["Hooks"],
         responses={
             204: OpenApiResponse(description="Deleted."),
@@ -166,10 +201,14 @@ class HookApi(RateLimitedView, APIView):
         },
     )
     def delete(self, request: AuthenticatedRequest, platform: str, hook_id: str) -> Response:
-        owner = request.user
-        hook = owned_or_404(
-            WebhookSubscription.objects.all(), owner=owner, pk=hook_id, not_found="No such hook."
+        access = api_access(request)
+        hook = reachable_or_404(
+            subscriptions_of(access),
+            access=access,
+            pk=hook_id,
+            not_found="No such hook.",
+            location_field=None,
         )
         # Deleted meanwhile by a parallel call: gone all the same.
-        webhook_subscription_delete(owner=owner, subscription_id=hook.pk)
+        webhook_subscription_delete(owner=access.owner, subscription_id=hook.pk)
         return Response(status=204)

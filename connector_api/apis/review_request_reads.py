@@ -2,8 +2,9 @@
 platform polls), ``GET .../review-requests/<id>`` (one request and its timeline) and
 ``POST .../review-requests/<id>/cancel``.
 
-Every request is looked up within the token owner's own: another owner's id is a 404, exactly
-as an id that does not exist. The items are ``reviews.representations.review_request_object``,
+Every request is looked up within what the token's user reaches (``connector_api.lookups``):
+another account's id, or one at a location a member does not reach, is a 404, exactly as an id
+that does not exist. The items are ``reviews.representations.review_request_object``,
 the one shape of a review request in the API and the events; the rules (what a timeline holds,
 what a cancel does) are ``reviews.selectors`` and ``reviews.services``'.
 """
@@ -23,7 +24,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from connector_api.lookups import owned_or_404
+from connector_api.lookups import api_access, location_filter, reachable_or_404, require_write
 from connector_api.openapi import REVIEW_REQUEST_EXAMPLE, ReviewRequestSerializer
 from connector_api.pagination import PageQuerySerializer, page
 from connector_api.permissions import AuthenticatedRequest, TokenHasRequiredScopes
@@ -33,7 +34,7 @@ from core.ratelimit import RateLimitedView
 from core.times import iso_utc
 from reviews import selectors
 from reviews.models import ReviewRequest
-from reviews.representations import review_request_object
+from reviews.representations import account_default_location, review_request_object
 from reviews.services import CancelRefused, review_request_cancel
 
 NOT_FOUND = "No review request with this id."
@@ -41,23 +42,25 @@ REQUEST_ID = OpenApiParameter(
     "request_id",
     str,
     OpenApiParameter.PATH,
-    description="The review request's `id` (a UUID); another owner's is a 404.",
+    description="The review request's `id` (a UUID); another account's, or one at a location "
+    "the user does not reach, is a 404.",
 )
 
 
 def owned_request(request: AuthenticatedRequest, request_id: str) -> ReviewRequest:
-    """The token owner's request ``request_id`` with its contact; 404 otherwise (someone
-    else's request included: its existence is not revealed)."""
-    return owned_or_404(
-        ReviewRequest.objects.select_related("contact"),
-        owner=request.user,
+    """The account's request ``request_id`` at a location the token's user reaches, with its
+    contact; 404 otherwise (another account's or location's request included: its existence
+    is not revealed)."""
+    return reachable_or_404(
+        ReviewRequest.objects.select_related("contact", "location"),
+        access=api_access(request),
         pk=request_id,
         not_found=NOT_FOUND,
     )
 
 
 class ReviewRequestListApi(RateLimitedView, APIView):
-    """The owner's review requests, newest first, a page at a time."""
+    """The review requests the token's user reaches, newest first, a page at a time."""
 
     permission_classes = [TokenHasRequiredScopes]
     required_scopes = ["read"]
@@ -74,6 +77,11 @@ class ReviewRequestListApi(RateLimitedView, APIView):
             help_text="Only requests changed (any status change, or their schedule) at or "
             "after this ISO 8601 time; without an offset it is read as UTC.",
         )
+        location_id = serializers.CharField(
+            required=False,
+            default="",
+            help_text="Only requests at this location (an `id` from GET /locations).",
+        )
 
     @extend_schema_serializer(component_name="ReviewRequestPage")
     class OutputSerializer(serializers.Serializer[dict[str, Any]]):
@@ -85,9 +93,10 @@ class ReviewRequestListApi(RateLimitedView, APIView):
     @extend_schema(
         operation_id="review_requests_list",
         summary="List review requests",
-        description="The owner's review requests, newest first (by creation), `limit` at a "
-        "time; pass `next` back as `cursor` for the next page. `status` and `since` filter "
-        "(`since`: changed at or after). The list an automation platform polls.",
+        description="The review requests the token's user reaches (every location for the "
+        "owner, their own for a member), newest first (by creation), `limit` at a time; pass "
+        "`next` back as `cursor` for the next page. `status`, `since` (changed at or after) "
+        "and `location_id` filter. The list an automation platform polls.",
         tags=["Review requests"],
         parameters=[QuerySerializer],
         responses={200: OutputSerializer, **error_responses(400, 401, 403)},
@@ -104,13 +113,17 @@ class ReviewRequestListApi(RateLimitedView, APIView):
         query = self.QuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        access = api_access(request)
         requests = selectors.review_requests_of(
-            owner=request.user,
+            access=access,
             status=params.get("status", ""),
             changed_since=params["since"],
+            location_id=location_filter(access, params["location_id"]),
         )
         items, next_cursor = page(requests, limit=params["limit"], cursor=params["cursor"])
-        return Response({"results": [review_request_object(r) for r in items], "next": next_cursor})
+        default = account_default_location(access.owner.pk)
+        results = [review_request_object(r, default_location=default) for r in items]
+        return Response({"results": results, "next": next_cursor})
 
 
 class TimelineEventSerializer(serializers.Serializer[dict[str, Any]]):
@@ -151,7 +164,7 @@ class ReviewRequestDetailApi(RateLimitedView, APIView):
         summary="One review request and its timeline",
         description="The review request and what happened to it, oldest first: its messages "
         "sent, delivered or failed, clicks, private feedback, opt-outs and its end. Another "
-        "owner's id is a 404.",
+        "account's id, or one at a location the user does not reach, is a 404.",
         tags=["Review requests"],
         parameters=[REQUEST_ID],
         responses={200: ReviewRequestDetailSerializer, **error_responses(401, 403, 404)},
@@ -194,6 +207,7 @@ class ReviewRequestCancelApi(RateLimitedView, APIView):
     )
     def post(self, request: AuthenticatedRequest, platform: str, request_id: str) -> Response:
         found = owned_request(request, request_id)
+        require_write(request)
         try:
             cancelled = review_request_cancel(
                 review_request=found, detail="through the API", refuse_ended=True

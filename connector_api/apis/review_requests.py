@@ -21,7 +21,15 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import locations_reached
 from connector_api.idempotency import HEADER, REPLAYED_HEADER, idempotent
+from connector_api.lookups import (
+    LOCATION_FIELD,
+    api_access,
+    is_owner_token,
+    location_for_send,
+    require_write,
+)
 from connector_api.openapi import (
     REVIEW_REQUEST_EXAMPLE,
     ContactRequest,
@@ -112,22 +120,40 @@ class SendReviewRequestApi(RateLimitedView, APIView):
     def post(self, request: AuthenticatedRequest, platform: str) -> Response:
         if not isinstance(request.data, dict):
             raise ParseError("The request body must be a JSON object.")
+        require_write(request)
         return idempotent(request, endpoint=ENDPOINT, handler=lambda: self._add(request))
 
     def _add(self, request: AuthenticatedRequest) -> Response:
+        owner = request.user.account or request.user  # the account, whoever of it calls
+        policy = BusinessSettings.for_owner(owner)
+        data = request.data
+        assert isinstance(data, dict)  # post() checked
+        location_id = location_for_send(
+            request,
+            data.get(LOCATION_FIELD),
+            account_location_ids=[loc.id for loc in policy.locations],
+        )
         serializer = self.InputSerializer(
-            data=request.data, context={"default_region": request.user.default_region}
+            data=request.data, context={"default_region": owner.default_region}
         )
         serializer.is_valid(raise_exception=True)
         try:
             result = contact_add(
-                owner=request.user, data=serializer.validated_data, source=Contact.Source.API
+                owner=owner,
+                data=serializer.validated_data,
+                source=Contact.Source.API,
+                policy=policy,
+                location_id=location_id,
             )
         except DjangoValidationError as exc:
             raise serializers.ValidationError(serializers.as_serializer_error(exc)) from None
         # The body is already the contract's strings and nulls: OutputSerializer documents it.
+        at = policy.at(result.review_request.location_id) if policy.locations else None
         body = review_request_object(
-            result.review_request, contact=result.contact, message=result.message
+            result.review_request,
+            contact=result.contact,
+            message=result.message,
+            location=at.location if at is not None else None,
         )
         return Response(body, status=201 if result.created else 200)
 
@@ -141,16 +167,39 @@ class SendReviewRequestFieldsApi(RateLimitedView, APIView):
     @extend_schema(
         operation_id="send_review_request_fields",
         summary="Input fields of send-review-request",
-        description="One Zapier input field (`PlainInputFieldSchema`) per key the POST accepts.",
+        description="One Zapier input field (`PlainInputFieldSchema`) per key the POST accepts; "
+        '`location_id` first, as a dynamic dropdown (`"dynamic": "locations.id.name"`), '
+        "when the user has more than one location.",
         tags=["Contacts"],
         responses={200: InputFieldsResponse, **error_responses(401, 403)},
     )
     def get(self, request: AuthenticatedRequest, platform: str) -> Response:
-        policy = BusinessSettings.for_owner(request.user)
-        body: InputFieldsBody = {
-            "fields": input_fields(default_delay_hours=policy.default_delay_hours)
-        }
+        owner = request.user.account or request.user
+        policy = BusinessSettings.for_owner(owner)
+        fields = input_fields(default_delay_hours=policy.default_delay_hours)
+        several = (
+            len(policy.locations) > 1
+            if is_owner_token(request)
+            else len(locations_reached(api_access(request))) > 1
+        )
+        if several:
+            fields.insert(0, location_input_field())
+        body: InputFieldsBody = {"fields": fields}
         return Response(body)
+
+
+def location_input_field() -> InputFieldSpec:
+    """``location_id`` as a Zapier dynamic dropdown over the hidden ``locations`` trigger
+    (offered only to a user with more than one location to choose from)."""
+    return {
+        "key": LOCATION_FIELD,
+        "label": "Location",
+        "type": "string",
+        "required": False,
+        "dynamic": "locations.id.name",
+        "helpText": "Where the review request is sent from. Blank: your only location, or "
+        "the account's default location.",
+    }
 
 
 def input_fields(*, default_delay_hours: int) -> list[InputFieldSpec]:

@@ -6,6 +6,7 @@ const sendReviewRequest = require('./creates/send_review_request');
 const { handleErrors, includeBearerToken } = require('./middleware');
 const findContact = require('./searches/find_contact');
 const contactOptedOut = require('./triggers/contact_opted_out');
+const locations = require('./triggers/locations');
 const newPrivateFeedback = require('./triggers/new_private_feedback');
 const newReviewClick = require('./triggers/new_review_click');
 const reviewRequestCompleted = require('./triggers/review_request_completed');
@@ -32,6 +33,7 @@ module.exports = {
     contactOptedOut,
     reviewRequestFailed,
     reviewRequestCompleted,
+    locations,
   ),
   searches: byKey(findContact),
   creates: byKey(sendReviewRequest, cancelReviewRequest),

@@ -4,6 +4,7 @@ the services need, and one request's timeline."""
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,8 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from accounts.access import Access, location_q
-from accounts.models import User
+from accounts.access import Access, location_q, locations_q
 from contact_input.normalize import email_search_text, normalize_email, normalize_phone
 
 from ..models import (
@@ -145,22 +145,41 @@ def contacts_visible(*, access: Access) -> QuerySet[Contact]:
 
 
 def review_requests_of(
-    *, owner: User, status: str = "", changed_since: datetime | None = None
+    *,
+    access: Access,
+    status: str = "",
+    changed_since: datetime | None = None,
+    location_id: uuid.UUID | None = None,
 ) -> QuerySet[ReviewRequest]:
-    """An owner's requests, newest first (``created_at``, then ``id``: a total order, for
-    keyset pagination), with their contacts; optionally one ``status`` and only those changed
-    (``updated_at``) at or after ``changed_since``."""
-    requests = ReviewRequest.objects.filter(owner=owner).select_related("contact")
+    """The requests ``access`` reaches, newest first (``created_at``, then ``id``: a total
+    order, for keyset pagination), with their contacts; optionally one ``status``, only those
+    changed (``updated_at``) at or after ``changed_since``, only those at ``location_id`` (one
+    ``access`` reaches: the caller checks it; a request with no location is the default's)."""
+    requests = review_requests_visible(access=access).select_related("contact", "location")
     if status:
         requests = requests.filter(status=status)
     if changed_since is not None:
         requests = requests.filter(updated_at__gte=changed_since)
+    if location_id is not None:
+        requests = requests.filter(
+            locations_q(
+                [location_id], default_location_id=access.default_location_id, field="location"
+            )
+        )
     return requests.order_by("-created_at", "-id")
 
 
-def contacts_find(*, owner: User, email_key: str = "", phone: str = "") -> list[Contact]:
-    """An owner's contacts with this normalised e-mail (``normalize_email``'s key) or this
-    E.164 phone: at most one each (the dedup keys are unique per owner), the e-mail's first."""
+def contacts_find(
+    *,
+    access: Access,
+    email_key: str = "",
+    phone: str = "",
+    location_id: uuid.UUID | None = None,
+) -> list[Contact]:
+    """The contacts ``access`` reaches (``contacts_visible``) with this normalised e-mail
+    (``normalize_email``'s key) or this E.164 phone: at most one each (the dedup keys are
+    unique per account), the e-mail's first; with ``location_id``, only a contact with a
+    request at that location."""
     match = Q()
     if email_key:
         match |= Q(email_normalized=email_key)
@@ -168,8 +187,35 @@ def contacts_find(*, owner: User, email_key: str = "", phone: str = "") -> list[
         match |= Q(phone=phone)
     if not match:
         return []
-    found = list(Contact.objects.filter(match, owner=owner))
+    contacts = contacts_visible(access=access).filter(match)
+    if location_id is not None:
+        at = ReviewRequest.objects.filter(
+            locations_q(
+                [location_id], default_location_id=access.default_location_id, field="location"
+            ),
+            owner=access.owner,
+            contact=OuterRef("pk"),
+        )
+        contacts = contacts.filter(Exists(at))
+    found = list(contacts)
     return sorted(found, key=lambda contact: contact.email_normalized != email_key)
+
+
+def review_request_latest_visible(
+    *, access: Access, contact: Contact, location_id: uuid.UUID | None = None
+) -> ReviewRequest | None:
+    """The contact's latest request among those ``access`` reaches (at ``location_id`` only,
+    when given)."""
+    requests = (
+        review_requests_visible(access=access).filter(contact=contact).select_related("location")
+    )
+    if location_id is not None:
+        requests = requests.filter(
+            locations_q(
+                [location_id], default_location_id=access.default_location_id, field="location"
+            )
+        )
+    return requests.order_by("-created_at").first()
 
 
 # --- One request's timeline (owner portal and staff admin) ---------------------------------------

@@ -47,7 +47,13 @@ def review_request_event_record(
     def data() -> dict[str, Any]:
         return {**_request_data(request), **details}
 
-    event_record(owner_id=request.owner_id, type=type, data=data, occurred_at=at)
+    event_record(
+        owner_id=request.owner_id,
+        type=type,
+        data=data,
+        occurred_at=at,
+        location_id=request.location_id,
+    )
 
 
 def review_request_ending_record(
@@ -95,8 +101,15 @@ def contact_opted_out_record(*, contact: Contact, channel: str, source: str, at:
     """Report an opt-out; ``data`` is the contact's latest request (the fields of the contact
     alone, request fields ``null``, when they have none) with the channel left and how."""
 
+    found: list[ReviewRequest | None] = []
+
+    def latest_request() -> ReviewRequest | None:
+        if not found:
+            found.append(review_request_latest(contact=contact))
+        return found[0]
+
     def data() -> dict[str, Any]:
-        latest = review_request_latest(contact=contact)
+        latest = latest_request()
         base = (
             review_request_object(latest, contact=contact)
             if latest is not None
@@ -109,12 +122,19 @@ def contact_opted_out_record(*, contact: Contact, channel: str, source: str, at:
                 "scheduled_for": None,
                 "status": None,
                 "message": "",
+                "location_id": None,
+                "location_name": None,
             }
         )
         return {**base, "channel": channel, "how": source}
 
+    # At the location of the contact's latest request (the default one when they have none).
     event_record(
-        owner_id=contact.owner_id, type=EventType.CONTACT_OPTED_OUT, data=data, occurred_at=at
+        owner_id=contact.owner_id,
+        type=EventType.CONTACT_OPTED_OUT,
+        data=data,
+        occurred_at=at,
+        location_id=lambda: getattr(latest_request(), "location_id", None),
     )
 
 

@@ -83,9 +83,10 @@ def test_an_expired_or_unknown_link_says_so(client, invitation):
     assert client.get("/accounts/invitation/not-a-token/").status_code == 404
 
 
-def test_a_member_gets_no_owner_page_and_connects_no_app(client, invitation):
-    """The portal's pages read and write as the account, and a token acts as it: a member
-    reaches neither until they read through accounts.access (the owner connects apps)."""
+def test_a_member_gets_no_owner_page_and_connects_apps_for_themselves(client, invitation):
+    """The portal's pages read and write as the account: a member reaches none of them until
+    they read through accounts.access. The API does: a member approves the consent page for
+    themselves (their token reaches their locations only, tests/connector_api)."""
     client.post(url_of(invitation), {"new_password1": PASSWORD, "new_password2": PASSWORD})
     assert client.get("/").status_code == 403
     assert client.get("/portal/settings/").status_code == 403
@@ -94,8 +95,8 @@ def test_a_member_gets_no_owner_page_and_connects_no_app(client, invitation):
         "/api/oauth/zapier/authorize",
         {"client_id": app.client_id, "response_type": "code", "redirect_uri": app.redirect_uris},
     )
-    assert consent.status_code == 403
-    assert "Only the owner of the account can connect apps" in consent.content.decode()
+    assert consent.status_code == 200
+    assert "At your locations only" in consent.content.decode()
     owner = Client()
     owner.force_login(invitation.account)
     assert owner.get("/portal/settings/").status_code == 200

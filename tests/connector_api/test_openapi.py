@@ -72,6 +72,7 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
     assert {(p, m): op["operationId"] for (p, m), op in operations.items()} == {
         ("/api/zapier/me", "get"): "me",
         ("/api/zapier/status", "get"): "status",
+        ("/api/zapier/locations", "get"): "locations_list",
         ("/api/zapier/send-review-request", "post"): "send_review_request",
         ("/api/zapier/send-review-request/fields", "get"): "send_review_request_fields",
         ("/api/zapier/review-requests", "get"): "review_requests_list",
@@ -86,7 +87,7 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
         ("/api/zapier/hooks/{hook_id}", "delete"): "unsubscribe_hook",
     }
     scopes = {op["operationId"]: op.get("security") for op in operations.values()}
-    assert scopes["me"] == [{"oauth2": ["read"]}]
+    assert scopes["me"] == scopes["locations_list"] == [{"oauth2": ["read"]}]
     assert scopes["send_review_request_fields"] == [{"oauth2": ["read"]}]
     assert scopes["send_review_request"] == [{"oauth2": ["write"]}]
     for read in ("review_requests_list", "review_requests_retrieve", "contacts_lookup"):
@@ -116,6 +117,7 @@ def test_the_schema_documents_every_endpoint_with_scopes_errors_and_headers():
         "company_name",
         "delay_hours",
         "metadata",
+        "location_id",
     }
     for operation in operations.values():
         assert {"414", "429", "500"} <= set(operation["responses"]), operation["operationId"]

@@ -47,6 +47,7 @@ def test_me_returns_the_tokens_owner(flow, other_owner):
         "id": str(flow.owner.pk),
         "email": flow.owner.email,
         "business_name": flow.owner.business_name,
+        "role": "owner",
     }
     other_access, _ = issue_tokens(other_owner)
     assert bearer(other_access).get("/api/zapier/me").json()["id"] == str(other_owner.pk)

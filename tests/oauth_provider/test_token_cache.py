@@ -56,6 +56,7 @@ def test_token_cache_hit_needs_no_token_query_and_keeps_the_owner(flow):
         "id": str(flow.owner.pk),
         "email": flow.owner.email,
         "business_name": flow.owner.business_name,
+        "role": "owner",
     }
     assert token_queries(queries) == []
     assert not [q for q in queries.captured_queries if "accounts_user" in q["sql"]]

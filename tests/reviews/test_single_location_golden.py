@@ -142,6 +142,10 @@ def _answers_keep_every_field(before: Any, now: Any, where: str) -> None:
         for key, value in before.items():
             assert key in now, f"{where}.{key} removed"
             _answers_keep_every_field(value, now[key], f"{where}.{key}")
+    elif isinstance(before, list):  # [status, body]: the same length, each item kept
+        assert isinstance(now, list) and len(now) == len(before), where
+        for n, (was, is_) in enumerate(zip(before, now, strict=True)):
+            _answers_keep_every_field(was, is_, f"{where}[{n}]")
     else:
         assert now == before, where
 

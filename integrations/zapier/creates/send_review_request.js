@@ -2,6 +2,7 @@
 
 const { apiUrl } = require('../config');
 const { idempotencyKey } = require('../lib/idempotency');
+const { locationField } = require('../lib/location');
 
 const REQUEST_KEY_FIELD = 'request_key';
 
@@ -122,6 +123,11 @@ module.exports = {
           'Optional. An order, job or booking ID from your trigger. Retries of the same step ' +
           'never create a second request; a different key marks a different job.',
       },
+      locationField(
+        'Where the review request is sent from (its review sites, sender and time zone). ' +
+          'Leave blank for your only location, or the account\'s default location; a team ' +
+          'member who may not act there must choose one.',
+      ),
       ...CONTACT_FIELDS,
     ],
     perform,
@@ -134,6 +140,8 @@ module.exports = {
       scheduled_for: '2026-11-21T15:00:00Z',
       status: 'scheduled',
       message: 'Review request scheduled for Jane Smith by SMS at 2026-11-21 15:00 UTC.',
+      location_id: '3f6c2b1e-9a4d-4c8e-b7f1-2d5e8a9c0b1d',
+      location_name: 'Downtown',
     },
     outputFields: [
       { key: 'id', label: 'Review Request ID' },
@@ -144,6 +152,8 @@ module.exports = {
       { key: 'scheduled_for', label: 'Scheduled For', type: 'datetime' },
       { key: 'status', label: 'Status' },
       { key: 'message', label: 'Message' },
+      { key: 'location_id', label: 'Location ID' },
+      { key: 'location_name', label: 'Location' },
     ],
   },
 };

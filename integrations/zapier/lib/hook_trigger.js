@@ -5,6 +5,7 @@
 
 const { apiUrl } = require('../config');
 const { throwForError } = require('./errors');
+const { TRIGGER_LOCATION_HELP, locationField, withLocation } = require('./location');
 const { OUTPUT_FIELDS, itemFromEvent, listOutcomes } = require('./outcomes');
 
 const hookTrigger = ({ key, noun, label, description, eventType, status, kinds, detailLabel, sample }) => {
@@ -13,9 +14,9 @@ const hookTrigger = ({ key, noun, label, description, eventType, status, kinds, 
       url: apiUrl('hooks'),
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: { target_url: bundle.targetUrl, event: eventType },
+      body: withLocation({ target_url: bundle.targetUrl, event: eventType }, bundle),
     });
-    // {id, event, target_url, secret, created_at}: kept by Zapier as bundle.subscribeData.
+    // {id, event, target_url, secret, created_at, location_id}: kept by Zapier as bundle.subscribeData.
     return response.data;
   };
 
@@ -35,8 +36,13 @@ const hookTrigger = ({ key, noun, label, description, eventType, status, kinds, 
 
   const perform = async (z, bundle) => [itemFromEvent(bundle.cleanedRequest)];
 
-  const performList = async (z) =>
-    listOutcomes(z, { eventType, status, kinds, scan: eventType === 'feedback.received' ? 10 : 3 });
+  const performList = async (z, bundle) =>
+    listOutcomes(z, bundle, {
+      eventType,
+      status,
+      kinds,
+      scan: eventType === 'feedback.received' ? 10 : 3,
+    });
 
   return {
     key,
@@ -44,6 +50,7 @@ const hookTrigger = ({ key, noun, label, description, eventType, status, kinds, 
     display: { label, description },
     operation: {
       type: 'hook',
+      inputFields: [locationField(TRIGGER_LOCATION_HELP)],
       performSubscribe,
       performUnsubscribe,
       perform,
@@ -61,6 +68,8 @@ const sampleRequest = {
   contact_email: 'jane@example.com',
   contact_phone: '+14155552671',
   scheduled_for: '2026-11-21T15:00:00Z',
+  location_id: '3f6c2b1e-9a4d-4c8e-b7f1-2d5e8a9c0b1d',
+  location_name: 'Downtown',
 };
 
 module.exports = { hookTrigger, sampleRequest };

@@ -6,6 +6,7 @@
 // on sample data maps the same fields at run time.
 
 const { apiUrl } = require('../config');
+const { withLocation } = require('./location');
 
 const REQUEST_FIELDS = [
   'contact_id',
@@ -15,6 +16,8 @@ const REQUEST_FIELDS = [
   'status',
   'scheduled_for',
   'message',
+  'location_id',
+  'location_name',
 ];
 
 const requestFields = (request) =>
@@ -76,8 +79,8 @@ const itemFromTimeline = (request, timelineEvent, eventType) => ({
 // performList: the newest requests in the trigger's status (any status for feedback), each
 // read with its timeline for the outcome's time and details. A few requests only: this is the
 // editor's sample, the hooks carry every real event.
-const listOutcomes = async (z, { eventType, status, kinds, scan }) => {
-  const params = { limit: scan };
+const listOutcomes = async (z, bundle, { eventType, status, kinds, scan }) => {
+  const params = withLocation({ limit: scan }, bundle);
   if (status) {
     params.status = status;
   }
@@ -108,6 +111,8 @@ const OUTPUT_FIELDS = [
   { key: 'scheduled_for', label: 'Scheduled For', type: 'datetime' },
   { key: 'message', label: 'Review Request Summary' },
   { key: 'channel', label: 'Channel (sms or email)' },
+  { key: 'location_id', label: 'Location ID' },
+  { key: 'location_name', label: 'Location' },
 ];
 
 module.exports = { OUTPUT_FIELDS, itemFromEvent, itemFromTimeline, listOutcomes };

@@ -1,6 +1,7 @@
 'use strict';
 
 const { apiUrl } = require('../config');
+const { locationField, withLocation } = require('../lib/location');
 
 // Keys shared with Send Review Request's fields, so Zapier's "find, or create if not found"
 // passes the same e-mail and phone to the create.
@@ -20,7 +21,7 @@ const perform = async (z, bundle) => {
   if (phone) {
     params.phone = phone;
   }
-  const response = await z.request({ url: apiUrl('contacts'), params });
+  const response = await z.request({ url: apiUrl('contacts'), params: withLocation(params, bundle) });
   return response.data.results;
 };
 
@@ -35,6 +36,8 @@ const sampleRequest = {
   message:
     'Review request for Jane Smith ended 2026-11-21 18:02 UTC: clicked. The contact clicked ' +
     'through to a review site.',
+  location_id: '3f6c2b1e-9a4d-4c8e-b7f1-2d5e8a9c0b1d',
+  location_name: 'Downtown',
 };
 
 module.exports = {
@@ -65,6 +68,10 @@ module.exports = {
           'Numbers without a country code are read in your business\'s country. Give this, the ' +
           'e-mail, or both (then either one matches).',
       },
+      locationField(
+        'Optional. Only a customer asked for a review at this location, with their latest ' +
+          'request there. Leave blank for any of your locations.',
+      ),
     ],
     perform,
     sample: {
@@ -99,6 +106,7 @@ module.exports = {
         type: 'datetime',
       },
       { key: 'latest_review_request__message', label: 'Latest Review Request Summary' },
+      { key: 'latest_review_request__location_name', label: 'Latest Review Request Location' },
     ],
   },
 };

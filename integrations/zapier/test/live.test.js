@@ -98,7 +98,14 @@ describe('Send Review Request', () => {
     const service = await fetch(`${env.BASE_URL}/api/zapier/send-review-request/fields`, {
       headers: { Authorization: `Bearer ${state.authData.access_token}` },
     }).then((response) => response.json());
-    expect(keys).toEqual(['request_key', ...service.fields.map((field) => field.key)]);
+    // location_id is always offered (a dropdown of the user's locations); the service lists it
+    // only to a user with more than one location, then as the same dropdown.
+    const serviceKeys = service.fields.map((field) => field.key);
+    expect(keys).toEqual(['request_key', 'location_id', ...serviceKeys.filter((k) => k !== 'location_id')]);
+    const offered = service.fields.find((field) => field.key === 'location_id');
+    if (offered) {
+      expect(offered.dynamic).toBe(fields[1].dynamic);
+    }
     // Each field satisfies Zapier's own input-field schema, and explains more than its label.
     const errors = fields.flatMap((field) =>
       PlainInputFieldSchema.validate(field).errors.map((error) => `${field.key}: ${error.stack}`),
@@ -168,7 +175,7 @@ describe('rate limit', () => {
 
 const OUTCOME_KEYS = ['id', 'event', 'occurred_at', 'review_request_id', 'contact_id',
   'contact_name', 'contact_email', 'contact_phone', 'status', 'scheduled_for', 'message',
-  'channel', 'detail', 'details'];
+  'channel', 'detail', 'details', 'location_id', 'location_name'];
 
 const performList = (key) =>
   appTester(App.triggers[key].operation.performList, { authData: state.authData, inputData: {} });
@@ -223,6 +230,37 @@ describe('triggers (performList: the Zap editor sample from the list endpoint)',
         contact_id: 'c1', contact_name: 'Jane Smith', channel: 'email', detail });
       expect(item.details).toMatchObject(extra);
     }
+  });
+});
+
+describe('locations', () => {
+  it('the hidden locations trigger lists the user\'s locations for every Location dropdown', async () => {
+    const trigger = App.triggers.locations;
+    expect(trigger.display.hidden).toBe(true);
+    const locations = await appTester(trigger.operation.perform, { authData: state.authData, inputData: {} });
+    expect(locations.length).toBeGreaterThanOrEqual(1);
+    for (const location of locations) {
+      expect(Object.keys(location).sort()).toEqual(['id', 'name', 'time_zone']);
+    }
+    const dropdowns = [
+      App.creates.send_review_request,
+      App.searches.find_contact,
+      ...Object.values(App.triggers).filter((t) => t.operation.type === 'hook'),
+    ].map((step) => step.operation.inputFields.find((field) => field.key === 'location_id'));
+    for (const field of dropdowns) {
+      expect(field).toMatchObject({ dynamic: 'locations.id.name', required: false });
+    }
+    // A request sent at the first location says where it is.
+    const sent = await appTester(App.creates.send_review_request.operation.perform, {
+      authData: state.authData,
+      inputData: { email: 'located@example.com', location_id: locations[0].id },
+    });
+    expect([sent.location_id, sent.location_name]).toEqual([locations[0].id, locations[0].name]);
+    const found = await appTester(App.searches.find_contact.operation.perform, {
+      authData: state.authData,
+      inputData: { email: 'located@example.com', location_id: locations[0].id },
+    });
+    expect(found.map((contact) => contact.latest_review_request.id)).toEqual([sent.id]);
   });
 });
 

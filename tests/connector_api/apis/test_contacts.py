@@ -57,6 +57,8 @@ def test_an_email_finds_the_contact_in_any_case_with_their_latest_request(api, n
             "scheduled_for": "2026-06-10T16:00:00Z",
             "status": "scheduled",
             "message": "Review request for Jane Smith scheduled for 2026-06-10 16:00 UTC.",
+            "location_id": str(request.location_id),
+            "location_name": request.location.name,
         },
     }
 

@@ -30,7 +30,8 @@ def test_subscribe_returns_the_hook_and_its_secret_once(api):
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert set(body) == {"id", "event", "target_url", "secret", "created_at"}
+    assert set(body) == {"id", "event", "target_url", "secret", "created_at", "location_id"}
+    assert body["location_id"] is None
     subscription = WebhookSubscription.objects.get(pk=body["id"])
     assert subscription.owner == api.owner
     assert (body["event"], body["target_url"]) == ("review_request.clicked", TARGET)
@@ -48,6 +49,7 @@ def test_subscribe_returns_the_hook_and_its_secret_once(api):
                 "created_at": body["created_at"],
                 "active": True,
                 "disabled_at": None,
+                "location_id": None,
             }
         ],
         "next": None,

@@ -27,6 +27,8 @@ KEYS = {
     "scheduled_for",
     "status",
     "message",
+    "location_id",
+    "location_name",
 }
 
 
@@ -77,6 +79,8 @@ def test_the_list_is_newest_first_with_the_spec_object_of_each(api, now):
         "scheduled_for": "2026-06-10T16:00:00Z",
         "status": "scheduled",
         "message": "Review request for Jane Doe0 scheduled for 2026-06-10 16:00 UTC.",
+        "location_id": str(first.location_id),
+        "location_name": first.location.name,
     }
 
 

@@ -34,6 +34,8 @@ BODY_KEYS = {
     "scheduled_for",
     "status",
     "message",
+    "location_id",
+    "location_name",
 }
 
 
@@ -89,7 +91,10 @@ def test_new_contact_answers_201_with_exactly_the_spec_fields(api, now):
             "Review request scheduled for Jane Smith by SMS at 2026-06-10 16:00 UTC. Then up to "
             "2 follow-ups by e-mail, stopped as soon as they click or opt out."
         ),
+        "location_id": str(request.location_id),
+        "location_name": request.location.name,
     }
+    assert request.location is not None  # the account's only location
     assert request.owner == api.owner
     assert request.contact.metadata == {"source": "shopify"}
     assert request.contact.company_name == "Acme"

@@ -74,6 +74,7 @@ def test_owner_connects_a_platform_end_to_end(live_server, owner, application, b
         "id": str(owner.pk),
         "email": owner.email,
         "business_name": owner.business_name,
+        "role": "owner",
     }
 
     old_refresh = token["refresh_token"]

@@ -87,6 +87,8 @@ def test_sent_carries_the_contract_object_and_channel(business, subscribed):
             f"Review request sent to Jane (first message sent {sent_at:%Y-%m-%d %H:%M} UTC); "
             "follow-ups stop as soon as they click or opt out."
         ),
+        "location_id": str(request.location_id),
+        "location_name": request.location.name,
         "channel": "email",
     }
     (delivery,) = WebhookDelivery.objects.filter(event=event)
