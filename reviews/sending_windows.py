@@ -31,6 +31,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 
 import phonenumbers
+from django.db import models
 from phonenumbers import timezone as phone_timezone
 
 # How far ahead to look for a shared allowed time. Any non-empty intersection of daily windows
@@ -157,6 +158,14 @@ def _zones_for_number(phone: str) -> tuple[zoneinfo.ZoneInfo, ...]:
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             continue  # "Etc/Unknown", or a zone this system's tz database lacks
     return tuple(zones)
+
+
+class WindowAppliesTo(models.TextChoices):
+    """Which messages a business's sending window holds back."""
+
+    SMS = "sms", "SMS only"
+    ALL = "all", "SMS and e-mail"
+    NONE = "none", "No quiet hours"
 
 
 class ZoneBasis(enum.StrEnum):

@@ -1,9 +1,11 @@
 """Review data, one module per aggregate:
 
 * ``contacts``: ``Contact`` (dedup keys, channels, opt-outs) and the ``OptOutEvent`` audit;
-* ``business``: what a business configures: ``ReviewSite`` (per location),
-  ``BusinessSettings`` (the policy: channels, follow-ups, cooldown, sending window) and what a
-  location sets differently (``LocationSettings``), ``MessageTemplate``;
+* ``business``: what a business configures: ``ReviewSite`` (per location) and
+  ``BusinessSettings`` (the policy: channels, follow-ups, cooldown, sending window);
+* ``locations``: where a row is (``location_key``, ``LocationPolicy``) and what one location
+  sets differently from its account (``LocationSettings``);
+* ``templates``: ``MessageTemplate``, a business's own wording;
 * ``requests``: ``ReviewRequest`` and its ``Message`` rows (the state machines the delivery
   engine drives), ``Click`` and ``Feedback``.
 
@@ -12,24 +14,21 @@ Row rules and state transitions live on the models; workflows that touch several
 """
 
 from .business import (
-    MAX_EMAIL_TEMPLATE_CHARS,
     MAX_FOLLOW_UPS,
-    MAX_SMS_TEMPLATE_CHARS,
-    NO_LOCATION,
-    SAMPLE_MERGE_VALUES,
-    STOP_LINE,
     BusinessSettings,
-    LocationPolicy,
-    LocationSettings,
-    MessageTemplate,
     PlannedStep,
     ReviewSite,
     SendTime,
-    UnknownLocation,
     default_follow_up_offsets,
-    location_key,
 )
 from .contacts import Channel, Contact, OptOutEvent
+from .locations import (
+    NO_LOCATION,
+    LocationPolicy,
+    LocationSettings,
+    UnknownLocation,
+    location_key,
+)
 from .requests import (
     Click,
     Feedback,
@@ -38,6 +37,13 @@ from .requests import (
     ReviewRequest,
     messages_for,
     new_public_token,
+)
+from .templates import (
+    MAX_EMAIL_TEMPLATE_CHARS,
+    MAX_SMS_TEMPLATE_CHARS,
+    SAMPLE_MERGE_VALUES,
+    STOP_LINE,
+    MessageTemplate,
 )
 
 __all__ = [

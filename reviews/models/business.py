@@ -1,10 +1,9 @@
-"""What a business configures: its review sites, its review-request policy and its message
-wording."""
+"""What a business configures: its review sites and its review-request policy (the account's,
+with what each location sets differently applied)."""
 
 from __future__ import annotations
 
 import copy
-import re
 import uuid
 import zoneinfo
 from dataclasses import dataclass
@@ -16,35 +15,32 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
 from django.db import models
-from django.db.models import Exists, F, OuterRef, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, Q
 
 from accounts.access import locations_q
 from accounts.models import Location
 from contact_input.normalize import MAX_DELAY_HOURS
 from core import versioned_cache
 
-from .. import merge_fields, sms_segments
 from ..sending_windows import (
     SendingWindow,
+    WindowAppliesTo,
     ZoneBasis,
     next_allowed_time,
     recipient_time_zones,
     send_zones,
 )
 from .contacts import Channel
+from .locations import (
+    LocationPolicy,
+    LocationSettings,
+    UnknownLocation,
+    check_location,
+    location_key,
+)
 
 if TYPE_CHECKING:
     from .contacts import Contact
-
-# What a NULL location is compared as in unique constraints: no location's id.
-NO_LOCATION = uuid.UUID(int=0)
-
-
-def location_key(field: str = "location") -> Coalesce:
-    """``COALESCE(<field>, NO_LOCATION)``: a location in a unique constraint, NULL included
-    (NULLs would never be equal to each other)."""
-    return Coalesce(F(field), Value(NO_LOCATION), output_field=models.UUIDField())
 
 
 class ReviewSite(models.Model):
@@ -99,7 +95,7 @@ class ReviewSite(models.Model):
         super().clean()
         if self.url and ReviewSite.kind_for_url(self.url) is None:
             raise ValidationError({"url": "Yelp does not allow asking customers for reviews."})
-        _check_location(self)
+        check_location(self)
         if self.url and self.owner_id is not None and self._listed_at_its_location():
             raise ValidationError({"url": self.DUPLICATE})
 
@@ -227,35 +223,6 @@ def _zone_list(zones: tuple[str, ...]) -> str:
     return shown + (f" and {len(zones) - 3} more" if len(zones) > 3 else "")
 
 
-@dataclass(frozen=True)
-class LocationPolicy:
-    """One location of an account as the sending rules read it, cached with the account's
-    settings (``BusinessSettings.for_owner``): the location's name, time zone and place, whether
-    it lists a review site, and its own sender name, postal address and sending window (blank
-    or ``None``: the account's)."""
-
-    id: uuid.UUID
-    name: str
-    time_zone: str
-    position: int
-    is_default: bool
-    has_review_site: bool
-    sender_name: str = ""
-    postal_address: str = ""
-    send_window_start: time | None = None
-    send_window_end: time | None = None
-    send_window_applies_to: str = ""
-
-    def rows_q(self, field: str = "location") -> Q:
-        """The rows of this location: ``field`` is it, or NULL when it is the default."""
-        default = self.id if self.is_default else None
-        return locations_q([self.id], default_location_id=default, field=field)
-
-
-class UnknownLocation(LookupError):
-    """A location id that is not one of the account's."""
-
-
 class BusinessSettings(models.Model):
     """A business's review-request policy: channels, follow-ups, cooldown, sending window.
 
@@ -269,10 +236,7 @@ class BusinessSettings(models.Model):
         SMS = "sms", "SMS when a mobile number is known, else e-mail"
         EMAIL = "email", "E-mail when an address is known, else SMS"
 
-    class WindowAppliesTo(models.TextChoices):
-        SMS = "sms", "SMS only"
-        ALL = "all", "SMS and e-mail"
-        NONE = "none", "No quiet hours"
+    WindowAppliesTo = WindowAppliesTo
 
     owner = models.OneToOneField(
         settings.AUTH_USER_MODEL,
@@ -581,71 +545,6 @@ class BusinessSettings(models.Model):
         )
 
 
-class LocationSettings(models.Model):
-    """What one location sends differently from the rest of its account: its own sender name,
-    postal address and sending window. Blank (``None`` for the window's times): the account's
-    (``BusinessSettings``), which ``BusinessSettings.at`` applies. At most one row per location;
-    none means the account's for everything."""
-
-    location = models.OneToOneField(
-        Location, on_delete=models.CASCADE, primary_key=True, related_name="review_settings"
-    )
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="location_settings"
-    )
-    sender_name = models.CharField(
-        max_length=100, blank=True, help_text="The From name of its e-mails; blank: the account's."
-    )
-    postal_address = models.TextField(
-        max_length=300,
-        blank=True,
-        help_text="Printed in its e-mails' footer; blank: the account's.",
-    )
-    send_window_start = models.TimeField(
-        null=True, blank=True, help_text="Its own sending hours from ...; empty: the account's."
-    )
-    send_window_end = models.TimeField(null=True, blank=True, help_text="... until.")
-    send_window_applies_to = models.CharField(
-        max_length=10,
-        choices=BusinessSettings.WindowAppliesTo.choices,
-        blank=True,
-        help_text="Blank: as the account's.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        verbose_name = "location review settings"
-        verbose_name_plural = "location review settings"
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(send_window_start__isnull=True, send_window_end__isnull=True)
-                | Q(send_window_start__isnull=False, send_window_end__isnull=False),
-                name="reviews_location_settings_window_whole",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"Review settings of location {self.location_id}"
-
-    def clean(self) -> None:
-        super().clean()
-        _check_location(self)
-        if (self.send_window_start is None) != (self.send_window_end is None):
-            raise ValidationError(
-                {"send_window_end": "Give both ends of the sending hours, or neither."}
-            )
-        if self.send_window_start is not None and self.send_window_start == self.send_window_end:
-            raise ValidationError({"send_window_end": "Must differ from the start."})
-
-
-def _check_location(row: ReviewSite | LocationSettings | MessageTemplate) -> None:
-    """A row's location is one of its owner's."""
-    location = row.location if row.location_id is not None else None
-    if location is not None and row.owner_id is not None and location.account_id != row.owner_id:
-        raise ValidationError({"location": "A location of another business."})
-
-
 def _locations_of(owner) -> list[Location]:
     """The account's locations in order, each with its own settings (or none) and whether it
     lists a review site of its own: one query."""
@@ -681,140 +580,3 @@ def _location_values(location: Location, *, is_default: bool, has_unplaced_site:
             send_window_applies_to=own.send_window_applies_to,
         )
     return values
-
-
-# --- Message templates ----------------------------------------------------------------------------
-
-STOP_LINE = "Reply STOP to opt out"
-_MENTIONS_STOP = re.compile(r"\bstop\b", re.IGNORECASE)
-MAX_SMS_TEMPLATE_CHARS = 1000
-MAX_EMAIL_TEMPLATE_CHARS = 5000
-
-# Sample values for the admin's segment count: a long-ish name and a real-length review link.
-SAMPLE_MERGE_VALUES = {
-    "first_name": "Alexandra",
-    "contact_name": "Alexandra Smith",
-    "company_name": "Smith & Sons",
-    "review_link": "https://reviews.example.com/r/AbCdEfGhIjKlMnOpQrStUv/",
-}
-
-
-class MessageTemplate(models.Model):
-    """A business's own wording for one step on one channel, for one location or (no
-    location) for all of them; a location's own wording wins, then the account's, then the
-    shipped defaults (``templates/messages/``).
-
-    Written by owners, so never rendered by a template engine: ``reviews.merge_fields``
-    substitutes the known ``{fields}`` and nothing else. ``clean()`` refuses unknown fields,
-    requires ``{review_link}``, and for SMS requires the business to be named and appends
-    "Reply STOP to opt out" when the text offers no way to stop.
-    """
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(  # indexed by reviews_template_owner_location_channel_step
-        settings.AUTH_USER_MODEL,
-        on_delete=models.CASCADE,
-        related_name="message_templates",
-        db_index=False,
-    )
-    # NULL: the account's wording, for every location without its own.
-    location = models.ForeignKey(
-        Location,
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="message_templates",
-    )
-    channel = models.CharField(max_length=10, choices=Channel.choices)
-    step = models.PositiveSmallIntegerField(
-        validators=[MaxValueValidator(MAX_FOLLOW_UPS)],
-        help_text="0: the first message; 1, 2...: the follow-ups.",
-    )
-    subject = models.CharField(
-        max_length=200, blank=True, help_text="E-mail only; merge fields allowed."
-    )
-    body = models.TextField(
-        help_text="Plain text with merge fields: "
-        + ", ".join(f"{{{name}}}" for name in merge_fields.MERGE_FIELDS)
-        + ". For e-mail the HTML part is made from it."
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["owner", "channel", "step"]
-        constraints = [
-            models.UniqueConstraint(
-                "owner",
-                location_key(),
-                "channel",
-                "step",
-                name="reviews_template_owner_location_channel_step",
-                violation_error_message="Wording for this step already exists.",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.get_channel_display()} {self.step_label} of {self.owner}"
-
-    def _owner_or_none(self):
-        return getattr(self, "owner", None)  # a new admin form may not have one yet
-
-    @property
-    def step_label(self) -> str:
-        return "first message" if self.step == 0 else f"follow-up {self.step}"
-
-    def clean(self) -> None:
-        super().clean()
-        _check_location(self)
-        errors: dict[str, list[str]] = {}
-        body = (self.body or "").replace("\r\n", "\n").strip()
-        limit = MAX_SMS_TEMPLATE_CHARS if self.channel == Channel.SMS else MAX_EMAIL_TEMPLATE_CHARS
-        try:
-            used = merge_fields.fields_used(body)
-        except merge_fields.MergeFieldError as exc:
-            errors.setdefault("body", []).append(str(exc))
-            used = []
-        if body and not errors and "review_link" not in used:
-            errors.setdefault("body", []).append("Must contain {review_link}.")
-        if len(body) > limit:
-            errors.setdefault("body", []).append(f"At most {limit} characters.")
-        if self.channel == Channel.SMS:
-            self.subject = ""
-            business = (getattr(self._owner_or_none(), "business_name", "") or "").strip()
-            names_business = "business_name" in used or (
-                business and business.casefold() in body.casefold()
-            )
-            if body and not errors and not names_business:
-                errors.setdefault("body", []).append(
-                    "An SMS must name the business: add {business_name}."
-                )
-            if body and not _MENTIONS_STOP.search(body):
-                body = f"{body}\n{STOP_LINE}"
-        else:
-            subject = " ".join((self.subject or "").split())
-            if not subject:
-                errors.setdefault("subject", []).append("An e-mail needs a subject.")
-            else:
-                try:
-                    merge_fields.fields_used(subject)
-                except merge_fields.MergeFieldError as exc:
-                    errors.setdefault("subject", []).append(str(exc))
-            self.subject = subject
-        self.body = body
-        if errors:
-            raise ValidationError(errors)
-
-    def sample_segments(self) -> sms_segments.SegmentCount | None:
-        """The SMS segment count with sample values (the admin shows it); None for e-mail."""
-        if self.channel != Channel.SMS:
-            return None
-        values = {
-            **SAMPLE_MERGE_VALUES,
-            "business_name": getattr(self._owner_or_none(), "business_name", "") or "Your business",
-        }
-        try:
-            text = merge_fields.render(self.body, values)
-        except merge_fields.MergeFieldError:
-            return None
-        return sms_segments.count_segments(text)

@@ -1,6 +1,7 @@
 """The OAuth endpoints (oauth_provider.views): authorization (login, consent, redirects, and
 requests that must never redirect), revocation (the JSON disconnect endpoint and DOT's RFC 7009
-endpoint), and the RFC 8414 metadata."""
+endpoint), and the RFC 8414 metadata; with teams, the consent page names the locations an app
+will reach and a member approves it for themselves."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from django.conf import settings
 from django.test import Client
 from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
 
+from accounts.models import Role
 from oauth_provider.models import token_digest
+from tests.factories import LocationFactory, UserFactory, first_location
 from tests.oauth_provider.conftest import (
     AUTHORIZE,
     REVOKE,
@@ -425,3 +428,51 @@ def test_metadata_advertises_exactly_our_endpoints_and_capabilities():
         "authorization_response_iss_parameter_supported": True,
         "client_id_metadata_document_supported": False,
     }
+
+
+# --- The consent page with teams and locations ------------------------------------------------
+
+
+@pytest.fixture
+def team(owner):
+    downtown = first_location(owner, name="Downtown")
+    uptown = LocationFactory(account=owner, name="Uptown")
+    airport = LocationFactory(account=owner, name="Airport")
+    manager = UserFactory(account=owner, role=Role.MANAGER, email="manager@example.com")
+    manager.locations.set([uptown])
+    return owner, (downtown, uptown, airport), manager
+
+
+def test_the_owners_consent_page_lists_every_location(team, application):
+    owner, locations, _ = team
+    html = OAuthFlow(owner, application).consent_page(scope="read write").content.decode()
+    assert "At every location of the account" in html
+    for location in locations:
+        assert f"<li>{location.name}</li>" in html
+
+
+def test_a_member_approves_for_themselves_and_their_token_reaches_their_locations(
+    team, application
+):
+    owner, (_, uptown, _), manager = team
+    flow = OAuthFlow(manager, application)
+    page = flow.consent_page(scope="read write")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "At your locations only" in html and "<li>Uptown</li>" in html
+    assert "<li>Downtown</li>" not in html and "<li>Airport</li>" not in html
+    assert owner.business_name in html
+    tokens = flow.connect(scope="read write")
+    api = flow.api(tokens.access_token)
+    me = api.get("/api/zapier/me").json()
+    assert (me["id"], me["role"]) == (str(manager.pk), "manager")
+    listed = api.get("/api/zapier/locations").json()["results"]
+    assert [loc["id"] for loc in listed] == [str(uptown.pk)]
+
+
+def test_a_viewer_is_told_the_app_will_only_read(team, application):
+    owner, (_, uptown, _), _ = team
+    viewer = UserFactory(account=owner, role=Role.VIEWER)
+    viewer.locations.set([uptown])
+    html = OAuthFlow(viewer, application).consent_page(scope="read write").content.decode()
+    assert "Your role is viewer" in html

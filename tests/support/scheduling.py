@@ -29,7 +29,6 @@ LONG_MODULES = frozenset(
         "e2e/pytest_runs/test_test_database.py",  # a whole pytest run of its own (~15-40 s)
         "e2e/pytest_runs/test_var_dir.py",  # a pytest collection of its own (~10-25 s)
         "reviews/test_migrations.py",  # migrations run back and forth for each test (~40 s)
-        "reviews/test_location_migration.py",  # the same, for the locations' migrations
         "config/test_settings.py",  # a fresh interpreter for each probe of the settings (~25 s)
         "activity/test_selectors.py",  # two years of requests, days of rollup rows (~20 s)
         "activity/test_owner_dashboard.py",  # two years of a busy business's rollup (~15 s)
