@@ -146,6 +146,10 @@ class LocationFilter(admin.SimpleListFilter):
             return []
         return [(str(pk), name) for pk, _, name in self._locations()]
 
+    def has_output(self) -> bool:
+        # Shown, and so applied, once an account is chosen or a location is given.
+        return bool(self.lookup_choices) or bool(self.value())
+
     def location_condition(
         self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
     ) -> Q:
@@ -198,6 +202,10 @@ class TeamFilter(AccountFilter):
     """The logins of one account: its owner and its members."""
 
     parameter_name = "account"
+
+    def lookups(self, request, model_admin):
+        # Typed only: this list is the accounts themselves (its search finds them).
+        return []
 
     def account_condition(self, account_id: uuid.UUID) -> Q:
         return Q(pk=account_id) | Q(account_id=account_id)

@@ -116,24 +116,25 @@ def test_a_location_moved_first_inline_becomes_the_default_and_keeps_no_rows(adm
 def test_an_inline_save_the_service_refuses_shows_its_message_and_changes_nothing(
     admin_client, account
 ):
+    """Deleting every location: the first goes (the service allows it), the last is refused
+    ("an account keeps at least one location"); the whole save is rolled back."""
     north = Location.objects.get(account=account)
-    busy = LocationFactory(account=account, name="Busy")
-    ReviewRequestFactory(contact__owner=account, location=busy)
+    south = LocationFactory(account=account, name="South")
     response, data = page(admin_client, account)
     prefix = inline_prefix(response, "location")
-    data[f"{prefix}-0-name"] = "North renamed"  # saved first, then rolled back
+    data[f"{prefix}-0-DELETE"] = "on"
     data[f"{prefix}-1-DELETE"] = "on"
     data["business_name"] = "Smile Dental Group"
     response = admin_client.post(change_url(account), data)
     assert response.status_code == 200
-    assert "This location has review requests; it cannot be deleted." in response.content.decode()
-    assert Location.objects.filter(pk=busy.pk).exists()
+    assert "An account keeps at least one location." in response.content.decode()
+    assert set(Location.objects.filter(account=account)) == {north, south}
     north.refresh_from_db()
     account.refresh_from_db()
-    assert north.name == "North" and account.business_name == "Smile Dental"
+    assert north.position == 0 and account.business_name == "Smile Dental"
     assert not LogEntry.objects.exists()
     # What staff typed is still on the page.
-    assert "North renamed" in response.content.decode()
+    assert "Smile Dental Group" in response.content.decode()
 
 
 def test_a_member_added_inline_gets_a_login_with_the_locations_given(admin_client, account):

@@ -177,14 +177,14 @@ def test_the_location_filter_offers_the_chosen_accounts_locations_only(
     other = UserFactory(business_name="Other Co")
     first_location(other, name="Elsewhere")
     page = staff.get("/admin/reviews/reviewrequest/", {"owner": business.email})
-    (spec,) = [s for s in page.context["cl"].filter_specs if s.parameter_name == "location"]
+    (spec,) = [
+        s for s in page.context["cl"].filter_specs if getattr(s, "parameter_name", "") == "location"
+    ]
     assert [label for _, label in spec.lookup_choices] == ["North", "South"]
     # No account chosen: no list of every location in the database.
     page = staff.get("/admin/reviews/reviewrequest/")
     assert not [
-        s
-        for s in page.context["cl"].filter_specs
-        if s.parameter_name == "location" and s.has_output()
+        s for s in page.context["cl"].filter_specs if getattr(s, "parameter_name", "") == "location"
     ]
 
 
