@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django import forms
@@ -287,8 +288,8 @@ class LocationInline(_ServiceInline):
     model = Location
     form = LocationForm
     fk_name = "account"
-    fields = ("name", "time_zone", "position", "is_default")
-    readonly_fields = ("is_default",)
+    fields = ["name", "time_zone", "position", "is_default"]
+    readonly_fields = ["is_default"]
     ordering = ("position", "created_at")
 
     @admin.display(description="default", boolean=True)
@@ -309,9 +310,7 @@ class LocationInline(_ServiceInline):
                     _run(
                         formset,
                         index,
-                        lambda loc=location: services.location_delete(
-                            account=account, location_id=loc.pk
-                        ),
+                        partial(services.location_delete, account=account, location_id=location.pk),
                     )
                     formset.deleted_objects.append(location)
                 continue
@@ -322,8 +321,11 @@ class LocationInline(_ServiceInline):
                 location = _run(
                     formset,
                     index,
-                    lambda d=data: services.location_create(
-                        account=account, name=d["name"], time_zone=d.get("time_zone") or None
+                    partial(
+                        services.location_create,
+                        account=account,
+                        name=data["name"],
+                        time_zone=data.get("time_zone") or None,
                     ),
                 )
                 formset.new_objects.append(location)
@@ -333,11 +335,12 @@ class LocationInline(_ServiceInline):
                     _run(
                         formset,
                         index,
-                        lambda d=data, loc=location: services.location_update(
+                        partial(
+                            services.location_update,
                             account=account,
-                            location_id=loc.pk,
-                            name=d["name"],
-                            time_zone=d["time_zone"],
+                            location_id=location.pk,
+                            name=data["name"],
+                            time_zone=data["time_zone"],
                         ),
                     )
                 formset.changed_objects.append((location, changed))
@@ -409,12 +412,13 @@ class MemberInline(_ServiceInline):
                 member = _run(
                     formset,
                     index,
-                    lambda d=data, ids=location_ids: services.member_add(
+                    partial(
+                        services.member_add,
                         account=account,
-                        email=d["email"],
-                        password=d.get("new_password") or "",
-                        role=d["role"],
-                        location_ids=ids,
+                        email=data["email"],
+                        password=data.get("new_password") or "",
+                        role=data["role"],
+                        location_ids=location_ids,
                     ),
                 )
                 formset.new_objects.append(member)
@@ -422,8 +426,12 @@ class MemberInline(_ServiceInline):
                 member = _run(
                     formset,
                     index,
-                    lambda d=data, ids=location_ids, m=form.instance: services.member_update(
-                        account=account, member_id=m.pk, role=d["role"], location_ids=ids
+                    partial(
+                        services.member_update,
+                        account=account,
+                        member_id=form.instance.pk,
+                        role=data["role"],
+                        location_ids=location_ids,
                     ),
                 )
                 formset.changed_objects.append((member, form.changed_data))

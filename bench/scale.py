@@ -42,6 +42,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bench.common import PYTHON, ROOT, Tree, fresh_database, run_manage, service_env
 from bench.trees import SEND, describe, seed, setup_harness
@@ -306,7 +307,7 @@ def load(
     from django.core.management import call_command
     from django.db import connection
 
-    params: dict[str, object] = {
+    params: dict[str, Any] = {
         "owner": owner_id,
         "size": size,
         "small": small,

@@ -155,8 +155,8 @@ class LocationWithRequestsInline(LocationInline):
     """The account's locations, each with links to its review requests and to the page that
     moves them to another location."""
 
-    fields = (*LocationInline.fields, "review_requests")
-    readonly_fields = (*LocationInline.readonly_fields, "review_requests")
+    fields = [*LocationInline.fields, "review_requests"]
+    readonly_fields = [*LocationInline.readonly_fields, "review_requests"]
 
     @admin.display(description="review requests")
     def review_requests(self, obj):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -24,6 +25,9 @@ from ..selectors import RequestsMove, requests_move_ends, review_requests_held_b
 from .business import messages_release_waiting
 
 logger = logging.getLogger(__name__)
+
+# Where a batch ends: its last request's (created_at, id), newest first.
+Cursor = tuple[datetime, uuid.UUID]
 
 # Requests per batch: one short transaction and one UPDATE each.
 MOVE_BATCH_SIZE = 500
@@ -62,7 +66,7 @@ def location_requests_move(
         parts.append(Q(location__isnull=True))
     moved = left = 0
     for part in parts:
-        after: tuple | None = None
+        after: Cursor | None = None
         while True:
             batch = _move_batch(
                 owner=owner,
@@ -96,11 +100,11 @@ def _move_batch(
     *,
     owner: User,
     rows: Q,
-    after: tuple | None,
+    after: Cursor | None,
     target_id: uuid.UUID,
     at_target: Q,
     size: int,
-) -> tuple[tuple, int, int] | None:
+) -> tuple[Cursor, int, int] | None:
     """The next ``size`` requests of ``rows`` after ``after`` (newest first, on the location's
     index), locked and moved, in one transaction: the last one's (created_at, id), how many
     moved and how many were left. ``None`` when there are none left."""
@@ -117,8 +121,8 @@ def _move_batch(
 
 
 def _move_locked_batch(
-    owner: User, rows: Q, after: tuple | None, target_id: uuid.UUID, at_target: Q, size: int
-) -> tuple[tuple, int, int] | None:
+    owner: User, rows: Q, after: Cursor | None, target_id: uuid.UUID, at_target: Q, size: int
+) -> tuple[Cursor, int, int] | None:
     requests = ReviewRequest.objects.filter(rows, owner=owner)
     if after is not None:
         created_at, pk = after
