@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from reviews.models import (
@@ -110,3 +112,23 @@ def test_contacts_filter_by_location_through_their_requests(staff, business):
 
     assert emails(south) == {"south@example.com", "both@example.com"}
     assert emails(north) == {"north@example.com", "both@example.com", "old@example.com"}
+
+
+def test_the_location_filtered_contacts_cost_the_same_queries_for_more_rows(
+    staff, business, django_assert_max_num_queries
+):
+    first_location(business, name="North")
+    south = LocationFactory(account=business, name="South")
+
+    def add(start: int, count: int) -> None:
+        for n in range(start, start + count):
+            data = contact_input(business, {"email": f"p{n}@example.com", "delay_hours": 5})
+            contact_add(owner=business, data=data, location_id=south.pk)
+
+    params = {"owner": business.email, "location": south.pk}
+    add(0, 2)
+    with CaptureQueriesContext(connection) as few:
+        assert staff.get("/admin/reviews/contact/", params).status_code == 200
+    add(2, 8)
+    with django_assert_max_num_queries(len(few)):
+        assert staff.get("/admin/reviews/contact/", params).status_code == 200
