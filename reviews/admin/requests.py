@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.safestring import mark_safe
 
 from accounts.admin import account_id_for, location_name
@@ -165,7 +165,7 @@ class ReviewRequestAdmin(LocationColumn, BigTableAdmin):
 
     # --- Moving a location's requests (``location_requests_move``) -----------------------------
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         return [
             path(
                 "move/",
