@@ -25,17 +25,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from django.db import transaction
-from django.db.models import Exists, F, Min, OuterRef, Subquery, Sum
+from django.db.models import Exists, F, Min, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from core.times import utc_day_start, utc_hour_start
 from reviews.models import Message, OptOutEvent, ReviewRequest
 
-from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, RollupCounts
+from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 from .selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
 REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)
@@ -204,36 +205,30 @@ def activity_rollup_pin_default(*, account_id: UUID, location_id: UUID) -> int:
     count. Opt-out events stay without a location (they are the account's). Holds the state
     row's lock (a refresh running meanwhile would write its window back unpinned; the next
     one re-reads it from the pinned requests). Idempotent. Rows pinned or merged."""
-    done = 0
     with transaction.atomic():
         ActivityRollupState.objects.select_for_update().filter(key=ROLLUP_KEY).first()
-        model: type[RollupCounts]
-        for model, period in ((ActivityRollup, "hour"), (ActivityDailyRollup, "day")):
-            unpinned = model.objects.filter(owner_id=account_id, location=None).exclude(
-                metric=ActivityRollup.Metric.OPT_OUT
-            )
-            twin = unpinned.filter(
-                **{period: OuterRef(period)},
-                metric=OuterRef("metric"),
-                channel=OuterRef("channel"),
-                detail=OuterRef("detail"),
-            )
-            # Rows already at the location with an unpinned twin: add the twin's count ...
-            done += model.objects.filter(
-                Exists(twin), owner_id=account_id, location_id=location_id
-            ).update(count=F("count") + Subquery(twin.values("count")[:1]))
-            pinned = model.objects.filter(owner_id=account_id, location_id=location_id)
-            merged = unpinned.filter(
-                Exists(
-                    pinned.filter(
-                        **{period: OuterRef(period)},
-                        metric=OuterRef("metric"),
-                        channel=OuterRef("channel"),
-                        detail=OuterRef("detail"),
-                    )
-                )
-            )
-            # ... and drop the twin; the rest move to the location as they are.
-            merged.delete()
-            done += unpinned.update(location_id=location_id)
-    return done
+        hours = _pin(ActivityRollup.objects.filter(owner_id=account_id), "hour", location_id)
+        days = _pin(ActivityDailyRollup.objects.filter(owner_id=account_id), "day", location_id)
+    return hours + days
+
+
+def _pin(rows: QuerySet[Any], period: str, location_id: UUID) -> int:
+    """``activity_rollup_pin_default`` on one level of the rollup (``rows``: one account's;
+    ``period``: the level's ``hour`` or ``day``)."""
+
+    def same_key(queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(
+            **{period: OuterRef(period)},
+            metric=OuterRef("metric"),
+            channel=OuterRef("channel"),
+            detail=OuterRef("detail"),
+        )
+
+    unpinned = rows.filter(location=None).exclude(metric=ActivityRollup.Metric.OPT_OUT)
+    pinned = rows.filter(location_id=location_id)
+    twin = same_key(unpinned)
+    # Rows already at the location with an unpinned twin take the twin's count ...
+    done = pinned.filter(Exists(twin)).update(count=F("count") + Subquery(twin.values("count")[:1]))
+    # ... and the twin goes; the other unpinned rows move to the location as they are.
+    unpinned.filter(Exists(same_key(pinned))).delete()
+    return done + unpinned.update(location_id=location_id)
