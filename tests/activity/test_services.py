@@ -311,11 +311,15 @@ def test_a_new_default_location_leaves_the_rollup_rows_where_their_requests_are(
 
     before = funnels()
     assert (before[1].added, before[2].added) == (6, 3)
+    opt_outs = ActivityRollup.objects.create(
+        owner=business, hour=at, metric="opt_out", channel="sms", detail="sms_reply", count=1
+    )
     location_move(account=business, location_id=pier.pk, position=0)
     assert funnels() == before
     assert set(scheduled.values_list("location_id", "count")) == {(home.pk, 2)}
-    # Opt-out events stay the business's.
-    assert ActivityRollup.objects.filter(metric="opt_out", location=None).exists()
+    opt_outs.refresh_from_db()
+    assert opt_outs.location_id is None  # opt-out events stay the business's
+    opt_outs.delete()
     assert activity_rollup_pin_default(account_id=business.pk, location_id=home.pk) == 0
     pinned = rows_with_locations()
     activity_rollup_rebuild(now=places["now"] - timedelta(hours=3))
