@@ -289,7 +289,7 @@ def _totals(
     """``(metric, count)`` of one owner's rollup rows (hourly or daily) among ``rows``, of
     ``scope``'s locations when given."""
     return (
-        rows.filter(_rollup_scope(scope), owner_id=owner_id, metric__in=metrics)
+        rows.filter(_rollup_scope(scope, metrics), owner_id=owner_id, metric__in=metrics)
         .values("metric")
         .annotate(n=Sum("count"))
         .values_list("metric", "n")
@@ -297,12 +297,15 @@ def _totals(
     )
 
 
-def _rollup_scope(scope: LocationScope | None) -> Q:
-    """The rollup rows of ``scope``'s locations, and the account's opt-out events (they have
-    no location: every location counts them)."""
+def _rollup_scope(scope: LocationScope | None, metrics: Collection[str]) -> Q:
+    """The rollup rows of ``scope``'s locations, and the account's opt-out events when
+    ``metrics`` has them (they have no location: every location counts them; left out
+    otherwise, so a location's read is one range of its own index)."""
     if scope is None:
         return Q()
-    return scope.q() | Q(metric=ActivityRollup.Metric.OPT_OUT)
+    if ActivityRollup.Metric.OPT_OUT in metrics:
+        return scope.q() | Q(metric=ActivityRollup.Metric.OPT_OUT)
+    return scope.q()
 
 
 def activity_rollup_read(
@@ -337,7 +340,7 @@ def activity_rollup_rows(
     the current time zone, of ``scope``'s locations when given (their opt-out events: the
     account's): a range of ``hour`` (everyone's: the unique key leading with it; one owner's:
     ``reviews_rollup_owner_hour``; some locations': ``reviews_rollup_location_hour`` too)."""
-    owned = (Q(owner_id=owner_id) if owner_id else Q()) & _rollup_scope(scope)
+    owned = (Q(owner_id=owner_id) if owner_id else Q()) & _rollup_scope(scope, metrics)
     return (
         ActivityRollup.objects.filter(owned, hour__gte=since, hour__lt=until, metric__in=metrics)
         .annotate(day=TruncDate("hour"))
