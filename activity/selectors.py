@@ -40,9 +40,7 @@ class LocationScope:
         return locations_q(self.ids, default_location_id=self.default_id, field=field)
 
 
-def location_scope(
-    *, owner_id: object, location_ids: Collection[UUID] | None
-) -> LocationScope | None:
+def location_scope(*, owner_id: Any, location_ids: Collection[UUID] | None) -> LocationScope | None:
     """The scope of ``location_ids`` (``None``: the whole account, no scope), with the
     account's default location: one query when there are ids, none otherwise."""
     if location_ids is None:

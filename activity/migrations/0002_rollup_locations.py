@@ -18,7 +18,9 @@ import uuid
 
 import django.db.models.deletion
 import django.db.models.functions.comparison
+from django.apps.registry import Apps
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.models import Min
 
 from core.migration_operations import AddConstraintOnline, AddIndexOnline
@@ -26,7 +28,7 @@ from core.migration_operations import AddConstraintOnline, AddIndexOnline
 ROLLUP_KEY = "activity"
 
 
-def mark_for_rederive(apps, schema_editor):
+def mark_for_rederive(apps: Apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Mark the hours rolled up so far (without their locations) for the refreshes to
     re-derive, and take them out of the hours the readers use."""
     State = apps.get_model("activity", "ActivityRollupState")
@@ -49,13 +51,13 @@ def mark_for_rederive(apps, schema_editor):
     )
 
 
-def forget_rollup(apps, schema_editor):
+def forget_rollup(apps: Apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Back: empty the rollup (rows of several locations would break the per-owner keys)."""
     for name in ("ActivityRollup", "ActivityDailyRollup", "ActivityRollupState"):
         apps.get_model("activity", name).objects.all().delete()
 
 
-def no_location_key():
+def no_location_key() -> django.db.models.functions.comparison.Coalesce:
     return django.db.models.functions.comparison.Coalesce(
         models.F("location"),
         models.Value(uuid.UUID("00000000-0000-0000-0000-000000000000")),
