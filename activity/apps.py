@@ -6,4 +6,4 @@ class ActivityConfig(AppConfig):
     verbose_name = "Activity"
 
     def ready(self) -> None:
-        from . import receivers  # noqa: F401  (connects accounts' default_location_changing)
+        from . import receivers  # noqa: F401  (connects accounts' and reviews' signals)

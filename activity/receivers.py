@@ -1,5 +1,6 @@
 """The activity app's receivers: the accounts app's ``default_location_changing`` → pinning the
-rollup's rows of the default location, as reviews pins the requests they count."""
+rollup's rows of the default location, as reviews pins the requests they count; reviews'
+``location_requests_moved`` → re-deriving the rollup's hours."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.dispatch import receiver
 
 from accounts.models import Location, User
 from accounts.signals import default_location_changing
+from reviews.signals import location_requests_moved
 
 from . import services
 
@@ -20,3 +22,10 @@ def _default_location_changing(
     """Rollup rows with no location count the default's requests: pin them to it before
     another location becomes the default, so they keep counting where their requests are."""
     services.activity_rollup_pin_default(account_id=account.pk, location_id=location.pk)
+
+
+@receiver(location_requests_moved, dispatch_uid="activity_rederive_after_a_move")
+def _location_requests_moved(sender: Any, **kwargs: Any) -> None:
+    """Requests changed location: the rollup's hours that counted them at the old one are
+    re-derived by the next refreshes (the dashboards read the base tables until then)."""
+    services.activity_rollup_rederive()

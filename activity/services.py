@@ -197,6 +197,25 @@ def activity_rollup_rebuild(*, now: datetime | None = None) -> RollupRefresh:
     return RollupRefresh(start=start, end=end, rows=rows)
 
 
+def activity_rollup_rederive() -> None:
+    """Mark every hour rolled up so far for the refreshes to re-derive, and take them out of
+    what the readers use meanwhile (they read the base tables for them: correct, slower), as
+    migration 0002 did: after requests changed location (a staff move), the hours that counted
+    them at the old one are wrong. Every business's hours, a ``REBUILD_CHUNK`` per refresh: a
+    move is rare, and one rule re-derives them all."""
+    with transaction.atomic():
+        state = ActivityRollupState.objects.select_for_update().filter(key=ROLLUP_KEY).first()
+        if state is None:
+            return  # never refreshed: nothing rolled up
+        marks = [state.backfill_to, ActivityRollup.objects.aggregate(first=Min("hour"))["first"]]
+        found = [mark for mark in marks if mark is not None]
+        if not found or min(found) >= state.closed_until:
+            return  # no hour rolled up
+        state.backfill_to = min(found)
+        state.covered_from = state.closed_until
+        state.save(update_fields=["backfill_to", "covered_from"])
+
+
 def activity_rollup_pin_default(*, account_id: UUID, location_id: UUID) -> int:
     """Give the account's rollup rows with no location (the default location's) the location
     ``location_id`` (the default until now), before another location becomes the default, as

@@ -22,6 +22,7 @@ from accounts.models import User
 
 from ..models import BusinessSettings, ReviewRequest
 from ..selectors import RequestsMove, requests_move_ends, review_requests_held_back_at
+from ..signals import location_requests_moved
 from .business import messages_release_waiting
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ def location_requests_move(
     A moved request changes (``updated_at``: the API's ``since`` shows it at its new
     location); its messages follow its new location's review sites, sender and window from
     their next send; those held for a review site are released if the target lists one
-    (``messages_release_waiting``). ``ValidationError`` for the same location twice;
+    (``messages_release_waiting``); ``location_requests_moved`` tells the reports (the activity
+    rollup re-derives its hours). ``ValidationError`` for the same location twice;
     ``Location.DoesNotExist`` for a location that is not the account's."""
     ends = requests_move_ends(
         owner=owner, from_location_id=from_location_id, to_location_id=to_location_id
@@ -83,6 +85,14 @@ def location_requests_move(
     with transaction.atomic():
         BusinessSettings.lock_for(owner)  # as adding a site does: no held message missed
         messages_release_waiting(owner=owner, location_id=target_id)
+    if moved:
+        location_requests_moved.send(
+            sender=ReviewRequest,
+            owner_id=owner.pk,
+            from_location_id=source_id,
+            to_location_id=target_id,
+            moved=moved,
+        )
     logger.info(
         "location requests moved",
         extra={

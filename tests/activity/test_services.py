@@ -19,11 +19,12 @@ from activity.services import (
     REOPEN_HOURS,
     activity_rollup_pin_default,
     activity_rollup_rebuild,
+    activity_rollup_rederive,
     activity_rollup_refresh,
 )
 from activity.tasks import refresh_activity_rollup
 from reviews.models import ReviewRequest
-from reviews.services import contact_add
+from reviews.services import contact_add, location_requests_move
 from tests.activity.conftest import add_at, hour_start, numbers
 from tests.factories import ContactFactory
 from tests.support.contacts import contact_input
@@ -324,3 +325,49 @@ def test_a_new_default_location_leaves_the_rollup_rows_where_their_requests_are(
     pinned = rows_with_locations()
     activity_rollup_rebuild(now=places["now"] - timedelta(hours=3))
     assert rows_with_locations() == pinned
+
+
+def test_requests_moved_to_another_location_are_counted_there_once_the_refreshes_re_derive(
+    business, places
+):
+    """Staff move the pier's requests home: the dashboards read the base tables for the hours
+    rolled up so far (so the numbers are right at once), and the next refreshes re-derive those
+    hours, after which the rollup holds what a rebuild would."""
+    home, pier = places["home"], places["pier"]
+    now = places["now"] - timedelta(hours=3)
+    activity_rollup_rebuild(now=now)
+
+    def funnels():
+        return [
+            owner_dashboard.funnel(owner=business, days=30, location_ids=ids)
+            for ids in (None, [home.pk], [pier.pk])
+        ]
+
+    everything, at_home, at_pier = funnels()
+    assert (at_home.added, at_pier.added) == (4, 3)
+    assert (
+        location_requests_move(
+            owner=business, from_location_id=pier.pk, to_location_id=home.pk
+        ).moved
+        == 3
+    )
+    moved = funnels()
+    assert (moved[0], moved[1].added, moved[2].added) == (everything, 7, 0)
+
+    while ActivityRollupState.objects.get().backfill_to is not None:
+        activity_rollup_refresh(now=now)
+        assert funnels() == moved
+    assert (pier.pk, "scheduled") not in per_location(business)
+    derived = rows_with_locations()
+    activity_rollup_rebuild(now=now)
+    assert rows_with_locations() == derived
+
+
+def test_re_deriving_an_empty_rollup_marks_nothing(business):
+    activity_rollup_rederive()  # never refreshed
+    assert not ActivityRollupState.objects.exists()
+    activity_rollup_refresh()
+    state = ActivityRollupState.objects.get()
+    activity_rollup_rederive()  # no hour rolled up
+    state.refresh_from_db()
+    assert state.backfill_to is None
