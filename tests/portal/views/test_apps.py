@@ -11,6 +11,7 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 from oauth_provider.models import Connection
 from oauth_provider.services import connection_revoke
 from tests.support.oauth import issue_tokens, make_application
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +88,8 @@ def test_several_connections_to_one_app_are_one_entry_with_a_count(browser, owne
     assert "6 connections" in html
     assert "3\xa0hours ago" in html
     assert html.count('aria-label="Disconnect Zapier (connected') == 6  # each still separable
+
+
+def test_a_business_with_one_location_sees_the_page_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "apps", "/portal/apps/")

@@ -15,6 +15,7 @@ from reviews.models import BusinessSettings, MessageTemplate, ReviewSite
 from reviews.rendering import SAMPLE_TOKEN
 from reviews.services import review_sites_reorder
 from tests.factories import UserFactory
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -390,3 +391,12 @@ class TestSites:
             with pytest.raises(ValidationError):
                 review_sites_reorder(owner=owner, site_ids=ids)
         assert review_sites_reorder(owner=owner, site_ids=[mine.pk]) == [mine]
+
+
+def test_a_business_with_one_location_sees_the_pages_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "settings", "/portal/settings/")
+    assert_page_unchanged(client, "sites", "/portal/settings/sites/")
+    assert_page_unchanged(client, "messages", "/portal/settings/messages/")
+    assert_page_unchanged(client, "message_sms_1", "/portal/settings/messages/sms/1/")
+    assert_page_unchanged(client, "message_email_0", "/portal/settings/messages/email/0/")

@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from tests.support.portal_data import add_request, leave_feedback
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -68,3 +69,8 @@ def test_the_dashboard_counts_the_feedback_of_the_period(browser, owner, other_o
     assert browser.get("/", {"period": "30"}).context["feedback_count"] == 2
     html = browser.get("/", {"period": "all"}).content.decode()
     assert re.search(r'data-testid="feedback-count".*?<strong>3</strong>', html, re.S)
+
+
+def test_a_business_with_one_location_sees_the_page_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "feedback", "/portal/feedback/")

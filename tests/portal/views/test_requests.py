@@ -18,6 +18,7 @@ from reviews.services import (
 )
 from tests.support.delivery import email_request
 from tests.support.portal_data import add_request, click, fail, leave_feedback, opt_out, send_first
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -377,3 +378,10 @@ def test_the_portal_shows_the_banner_and_the_waiting_request(siteless, client):
 
     review_site_add(owner=siteless, url="https://g.page/r/acme/review")
     assert "your review requests are waiting" not in client.get("/").content.decode()
+
+
+def test_a_business_with_one_location_sees_the_pages_it_saw_before(golden):
+    client, _, sent = golden
+    assert_page_unchanged(client, "dashboard", "/")
+    assert_page_unchanged(client, "request", f"/portal/requests/{sent.pk}/")
+    assert_page_unchanged(client, "request_cancel", f"/portal/requests/{sent.pk}/cancel/")
