@@ -291,7 +291,7 @@ class LocationSettingsForm(PortalForm):
         # What a blank field means, in the field itself.
         for name in ("sender_name", "postal_address"):
             fallback = getattr(account, name) or (
-                "your business name" if name == "sender_name" else ""
+                account.owner.display_name if name == "sender_name" else ""
             )
             if fallback:
                 self.fields[name].widget.attrs["placeholder"] = fallback
