@@ -361,12 +361,9 @@ class MessageTemplateForm(PortalForm):
 
 
 class LocationsField(forms.ModelMultipleChoiceField):
-    """The account's locations, as checkboxes."""
+    """The account's locations, as checkboxes, each labelled with its name."""
 
     widget = forms.CheckboxSelectMultiple
-
-    def label_from_instance(self, obj: Location) -> str:  # type: ignore[override]
-        return obj.name
 
 
 ROLE_CHOICES = [
