@@ -24,7 +24,7 @@ def review_site_missing(context: Context) -> bool:
     policy = BusinessSettings.for_owner(request.access.owner)
     switcher = context.get("switcher")
     if switcher is not None and switcher.chosen is not None:
-        return not policy.at(switcher.chosen.pk).has_review_site
+        return not policy.at(switcher.chosen.id).has_review_site
     return not policy.has_review_site
 
 

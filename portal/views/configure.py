@@ -116,7 +116,7 @@ def _location_settings(request: OwnerRequest, choice: LocationChoice) -> HttpRes
         if form.is_valid():
             try:
                 services.location_settings_update(
-                    owner=owner, location_id=location.pk, changes=form.cleaned_data
+                    owner=owner, location_id=location.id, changes=form.cleaned_data
                 )
             except ValidationError as exc:
                 form.add_service_error(exc)
@@ -128,7 +128,7 @@ def _location_settings(request: OwnerRequest, choice: LocationChoice) -> HttpRes
                 )
                 return _back("portal:settings", choice)
     else:
-        own = LocationSettings.objects.filter(location=location).first()
+        own = LocationSettings.objects.filter(location_id=location.id).first()
         form = LocationSettingsForm(initial=LocationSettingsForm.initial_for(own), account=account)
     return _render(
         request,
@@ -268,13 +268,12 @@ def message_list(request: OwnerRequest) -> HttpResponse:
                 "name": name,
                 "when": when,
                 "channels": [
-                    (
-                        channel,
-                        channel.label,
-                        saved.get((channel.value, step)),
-                        account.get((channel.value, step)),
-                    )
+                    (channel, channel.label, saved.get((channel.value, step)))
                     for channel in (Channel.SMS, Channel.EMAIL)
+                ],
+                # With a location chosen: the channels whose step has the account's wording.
+                "account_wording": [
+                    channel for channel in Channel.values if (channel, step) in account
                 ],
             }
         )

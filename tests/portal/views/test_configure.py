@@ -526,20 +526,20 @@ def test_a_viewer_sees_the_sites_and_wording_without_forms_and_cannot_write(
     assert ReviewSite.objects.count() == 2 and not MessageTemplate.objects.exists()
 
 
-SMS = "{business_name}: how did we do, {first_name}? {review_link}"
+SMS_BODY = "{business_name}: how did we do, {first_name}? {review_link}"
 
 
 def test_a_location_gets_its_own_wording_the_others_keep_the_accounts(browser, owner, locations):
     browser.post(
         "/portal/settings/messages/sms/0/",
-        {"action": "save", "body": "Account: " + SMS},
+        {"action": "save", "body": "Account: " + SMS_BODY},
     )
     editor = browser.get("/portal/settings/messages/sms/0/" + chosen(locations[1]))
     assert editor.context["form"]["body"].value().startswith("Account: ")  # the fallback
     assert "Uptown uses the account's wording" in editor.content.decode()
     answer = browser.post(
         "/portal/settings/messages/sms/0/" + chosen(locations[1]),
-        {"action": "save", "body": "Uptown: " + SMS},
+        {"action": "save", "body": "Uptown: " + SMS_BODY},
     )
     assert answer["Location"] == "/portal/settings/messages/sms/0/" + chosen(locations[1])
     own = MessageTemplate.objects.get(location=locations[1])
@@ -566,7 +566,7 @@ def test_the_preview_uses_the_locations_settings(browser, owner, locations):
 
 def test_a_manager_edits_their_locations_wording_never_the_accounts(owner, locations, manager):
     answer = manager.post(
-        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Manager: " + SMS}
+        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Manager: " + SMS_BODY}
     )
     assert answer.status_code == 302
     saved = MessageTemplate.objects.get()
@@ -604,7 +604,7 @@ def test_a_member_given_no_location_never_edits_the_accounts_wording(owner, loca
     nowhere = member_client(owner, role="manager", locations=[], email="nowhere@example.com")
     assert nowhere.get("/portal/settings/messages/").status_code == 403
     answer = nowhere.post(
-        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Mine: " + SMS}
+        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Mine: " + SMS_BODY}
     )
     assert answer.status_code == 403 and not MessageTemplate.objects.exists()
     assert nowhere.get(SITES_URL).status_code == 403
