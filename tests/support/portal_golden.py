@@ -12,9 +12,10 @@ here and nowhere else: the settings tabs gained the Locations and Team pages
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.test import Client
@@ -64,7 +65,13 @@ def single_location_business() -> tuple[User, ReviewRequest]:
     sent = add_request(owner, first_name="Jane", last_name="Smith", email="jane@example.com")
     send_first(sent, at=NOON_IN_NEW_YORK)
     leave_feedback(sent, at=NOON_IN_NEW_YORK, text="The tap still drips.")
-    add_request(owner, first_name="Bob", mobile_phone_number="+14155552671")
+    # An hour earlier: the list's order never depends on the ids' random order.
+    add_request(
+        owner,
+        first_name="Bob",
+        mobile_phone_number="+14155552671",
+        created_at=NOON_IN_NEW_YORK - timedelta(hours=1),
+    )
     issue_tokens(owner, scope="read write")
     return owner, sent
 
@@ -92,4 +99,7 @@ def assert_page_unchanged(client: Client, name: str, path: str) -> None:
         GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
         golden.write_text(now)
         return
-    assert without_added_lines(now) == without_added_lines(golden.read_text())
+    before, after = without_added_lines(golden.read_text()), without_added_lines(now)
+    assert after == before, "\n".join(
+        difflib.unified_diff(before, after, f"golden/{name}.html", path, lineterm="")
+    )
