@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
+from accounts.models import Location
 from reviews.admin.base import business_owners
 from reviews.admin.requests import ReviewRequestAdmin
 from reviews.models import ReviewRequest
@@ -45,14 +46,27 @@ class ReviewRequestDashboardAdmin(ReviewRequestAdmin):
 
     def dashboard_view(self, request: HttpRequest) -> HttpResponse:
         """Requests per day for 30 days (chart and table), click-through rate, failure
-        reasons and opt-outs, for every business or one (``?owner=<id>``)."""
+        reasons and opt-outs, for every business or one (``?owner=<id>``), and for one of its
+        locations (``&location=<id>``; a location of another business, or without a
+        business, is ignored)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         owners = business_owners()  # type: ignore[no-untyped-call]  # reviews' admin is not typed
         businesses = list(owners.only("pk", "email", "business_name"))
         chosen = request.GET.get("owner", "")
         owner = next((b for b in businesses if str(b.pk) == chosen), None)
-        data = dashboard.staff_dashboard(owner_id=owner.pk if owner else None)
+        locations: list[Location] = []
+        if owner is not None:
+            locations = list(
+                Location.objects.filter(account=owner)
+                .order_by("position", "created_at")
+                .only("pk", "name")
+            )
+        chosen_location = request.GET.get("location", "")
+        location = next((loc for loc in locations if str(loc.pk) == chosen_location), None)
+        data = dashboard.staff_dashboard(
+            owner_id=owner.pk if owner else None, location_id=location.pk if location else None
+        )
         return TemplateResponse(
             request,
             "admin/activity/dashboard.html",
@@ -62,6 +76,8 @@ class ReviewRequestDashboardAdmin(ReviewRequestAdmin):
                 "opts": self.opts,
                 "businesses": businesses,
                 "owner": owner,
+                "locations": locations,
+                "location": location,
                 "data": data,
                 "chart": data.chart(),
                 "media": self.media,

@@ -8,6 +8,12 @@ the base tables. Hourly UTC buckets serve every time zone whose offset is a whol
 hours (the staff dashboard's ``TIME_ZONE``, most owners' zones); the readers
 (``activity.selectors``) read the base tables for the others.
 
+Each row counts one location of its owner (``location``; NULL: the account's default location,
+as on the requests it counts: the rollup groups by the requests' own column, so a reader keeps a
+location's rows with ``accounts.access.locations_q``, as it keeps its requests). Opt-out events
+belong to the whole account (a contact is the account's, and its opt-out stops every location's
+messages): their rows have no location, and every location's reads count them.
+
 The models came from the reviews app and keep its tables (``Meta.db_table``) and their
 constraints' and indexes' names: the move (``migrations/0001_initial.py`` here, reviews'
 migration 0013 there) changed Django's state only, nothing in the database.
@@ -17,8 +23,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q
 
-from reviews.models import Channel
+from accounts.models import Location
+from reviews.models import Channel, location_key
 
 
 class RollupCounts(models.Model):
@@ -42,6 +50,12 @@ class RollupCounts(models.Model):
     owner = models.ForeignKey(  # indexed by each level's keys, which lead with it or its period
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
     )
+    # NULL: the account's default location (the requests' own value, never resolved: it follows
+    # the default as theirs does; ``activity.services.activity_rollup_pin_default`` pins it
+    # when the default changes). Indexed, where set, by each level's location index.
+    location = models.ForeignKey(
+        Location, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )
     metric = models.CharField(max_length=20, choices=Metric.choices)
     channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
     detail = models.CharField(max_length=64, blank=True, help_text="Error code or source.")
@@ -59,12 +73,26 @@ class ActivityRollup(RollupCounts):
         constraints = [
             # Everyone's hours (the staff dashboard) and a refresh's window: ranges of ``hour``.
             models.UniqueConstraint(
-                fields=["hour", "owner", "metric", "channel", "detail"],
-                name="reviews_rollup_hour_unique",
+                F("hour"),
+                F("owner"),
+                F("metric"),
+                F("channel"),
+                F("detail"),
+                location_key(),
+                name="reviews_rollup_hour_location_unique",
             ),
         ]
-        # One owner's hours (the portal's chart, the staff dashboard of one business).
-        indexes = [models.Index(fields=["owner", "hour"], name="reviews_rollup_owner_hour")]
+        indexes = [
+            # One owner's hours (the portal's chart, the staff dashboard of one business; of
+            # its default location, whose rows are mostly NULL).
+            models.Index(fields=["owner", "hour"], name="reviews_rollup_owner_hour"),
+            # One location's hours (the dashboards of a location other than the default).
+            models.Index(
+                fields=["location", "hour"],
+                condition=Q(location__isnull=False),
+                name="reviews_rollup_location_hour",
+            ),
+        ]
 
     def __str__(self) -> str:
         return (
@@ -87,13 +115,24 @@ class ActivityDailyRollup(RollupCounts):
         constraints = [
             # One owner's days (the portal's long periods): a range of ``day``.
             models.UniqueConstraint(
-                fields=["owner", "day", "metric", "channel", "detail"],
-                name="reviews_rollup_day_unique",
+                F("owner"),
+                F("day"),
+                F("metric"),
+                F("channel"),
+                F("detail"),
+                location_key(),
+                name="reviews_rollup_day_location_unique",
             ),
         ]
         indexes = [
             # A refresh's window: its days, for every owner.
-            models.Index(fields=["day"], name="reviews_rollup_day")
+            models.Index(fields=["day"], name="reviews_rollup_day"),
+            # One location's days (a location other than the default).
+            models.Index(
+                fields=["location", "day"],
+                condition=Q(location__isnull=False),
+                name="reviews_rollup_location_day",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -102,12 +141,18 @@ class ActivityDailyRollup(RollupCounts):
 
 class ActivityRollupState(models.Model):
     """One row (``key`` "activity"): the hours ``ActivityRollup`` holds, ``[covered_from,
-    closed_until)`` (``covered_from`` None: since the first event). Locked by each refresh."""
+    closed_until)`` (``covered_from`` None: since the first event). Locked by each refresh.
+
+    ``backfill_to``: the hours from it to ``covered_from`` are still to be re-derived, each
+    refresh taking the newest of them (``activity.services``); None: nothing to re-derive. Set
+    by the migration that gave the rollup its locations (0002) on the hours rolled up before
+    it, which counted every location under NULL."""
 
     key = models.CharField(max_length=20, primary_key=True)
     covered_from = models.DateTimeField(null=True, blank=True)
     closed_until = models.DateTimeField()
     refreshed_at = models.DateTimeField()
+    backfill_to = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "reviews_activityrollupstate"

@@ -7,12 +7,18 @@ from the rollup's closed hours and indexed ranges of the base tables after them,
 follows the period's days, not its requests. Days are those of the current time zone (the
 owner's, set by the portal's pages); the chart's geometry comes from ``core.charts``, shared with
 the staff dashboard.
+
+Both take ``location_ids``: ``None``, the whole account; a collection, those of its locations
+only (the default location's counting the requests with no location, ``accounts.access``'s
+rule). Over every location the numbers are the account's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from uuid import UUID
 
 from django.db.models import Min
 from django.utils import timezone
@@ -96,9 +102,12 @@ FUNNEL_SERIES = {
 }
 
 
-def funnel(*, owner: User, days: int | None) -> Funnel:
+def funnel(
+    *, owner: User, days: int | None, location_ids: Collection[UUID] | None = None
+) -> Funnel:
     """The owner's funnel over the last ``days`` days (today included, days of the current time
-    zone, as the chart; all time: None), from ``selectors.review_request_period_counts``
+    zone, as the chart; all time: None), of the locations ``location_ids`` (``None``: the whole
+    account), from ``selectors.review_request_period_counts``
     (the rollup's closed days and hours, indexed ranges for the rest): bounded by the period's
     days, however many requests it holds. Delivered: ``ReviewRequest.delivered_q`` (a receipt
     or a click), as the staff dashboard counts it."""
@@ -111,7 +120,10 @@ def funnel(*, owner: User, days: int | None) -> Funnel:
             return Funnel(since=None, **dict.fromkeys(FUNNEL_SERIES, 0))
         start = local_day_start(timezone.localdate(first["first"]))
     counts = selectors.review_request_period_counts(
-        owner_id=owner.pk, since=start, series=FUNNEL_SERIES.values()
+        owner_id=owner.pk,
+        since=start,
+        series=FUNNEL_SERIES.values(),
+        scope=selectors.location_scope(owner_id=owner.pk, location_ids=location_ids),
     )
     return Funnel(
         since=start if days else None,
@@ -168,9 +180,12 @@ class Activity:
         )
 
 
-def activity(*, owner: User, days: int | None) -> Activity:
+def activity(
+    *, owner: User, days: int | None, location_ids: Collection[UUID] | None = None
+) -> Activity:
     """The owner's activity over the last ``days`` days (today included; ``None``: the last
-    ``ALL_TIME_WEEKS`` weeks), from ``selectors.review_request_daily_counts`` (the
+    ``ALL_TIME_WEEKS`` weeks), of the locations ``location_ids`` (``None``: the whole
+    account), from ``selectors.review_request_daily_counts`` (the
     rollup's closed hours, then one query over indexed ranges for the hours after them, in the
     current time zone's days), summed per week when the
     period is longer than a month. Weeks end today, so the newest point is a whole week."""
@@ -184,6 +199,7 @@ def activity(*, owner: User, days: int | None) -> Activity:
         first_day=first_day,
         days=points * step,
         series=[key for key, *_ in ACTIVITY_SERIES],
+        scope=selectors.location_scope(owner_id=owner.pk, location_ids=location_ids),
     )
     return Activity(
         starts=[first_day + timedelta(days=i * step) for i in range(points)],

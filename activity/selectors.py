@@ -1,23 +1,62 @@
 """Reads of activity over time: the series per day (the staff dashboard, the owner dashboard's
 chart and funnel), the rollup (``activity.models.ActivityRollup``) and the failures and opt-outs
-of a period. Each reads an indexed range of its timestamp or the rollup's hours."""
+of a period. Each reads an indexed range of its timestamp or the rollup's hours, for everyone, one
+owner, or some of an owner's locations (``LocationScope``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, F, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, F, Q, QuerySet, Subquery, Sum, UUIDField, Value
 from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
+from accounts.access import locations_q
+from accounts.models import Location
 from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
 from reviews.models import Message, OptOutEvent, ReviewRequest
 
 from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, RollupCounts
+
+# --- Which locations -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocationScope:
+    """Some locations of one account: the rows of ``ids``, and the rows with no location when
+    the account's default location (``default_id``) is one of them (``accounts.access``'s
+    rule). Every read taking one also keeps its owner's rows, so an id of another account's
+    location matches nothing."""
+
+    ids: frozenset[UUID]
+    default_id: UUID | None
+
+    def q(self, field: str = "location") -> Q:
+        """The condition on rows whose location is ``field``."""
+        return locations_q(self.ids, default_location_id=self.default_id, field=field)
+
+
+def location_scope(*, owner_id: Any, location_ids: Collection[UUID] | None) -> LocationScope | None:
+    """The scope of ``location_ids`` (``None``: the whole account, no scope), with the
+    account's default location: one query when there are ids, none otherwise."""
+    if location_ids is None:
+        return None
+    default = (
+        Location.objects.filter(account_id=owner_id)
+        .order_by("position", "created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return LocationScope(ids=frozenset(location_ids), default_id=default)
+
+
+def _in_scope(scope: LocationScope | None, field: str = "location") -> Q:
+    return scope.q(field) if scope is not None else Q()
+
 
 # --- Activity per day (the staff dashboard; the owner dashboard's chart) -------------------------
 
@@ -38,12 +77,18 @@ _OPTED_OUT_ON_ARRIVAL = Q(status=ReviewRequest.Status.OPTED_OUT, opted_out_at__l
 
 
 def _series_range(
-    key: str, *, owner_id: object | None, since: datetime, until: datetime | None = None
+    key: str,
+    *,
+    owner_id: object | None,
+    since: datetime,
+    until: datetime | None = None,
+    scope: LocationScope | None = None,
 ) -> tuple[QuerySet[ReviewRequest], Any]:
     """The requests of series ``key`` whose timestamp falls in ``[since, until)`` (``until``
-    None: open-ended), and that timestamp (an expression): one indexed range each. The one
-    definition of every series, for the live reads and for the rollup."""
-    owned = Q(owner_id=owner_id) if owner_id else Q()
+    None: open-ended), of ``scope``'s locations when given, and that timestamp (an
+    expression): one indexed range each. The one definition of every series, for the live
+    reads and for the rollup."""
+    owned = (Q(owner_id=owner_id) if owner_id else Q()) & _in_scope(scope)
     if key == "delivered":
         # The portal's definition (``ReviewRequest.delivered_q``): a receipt, or a click when
         # no receipt came, at the time it became known. Two indexed ranges.
@@ -65,18 +110,23 @@ def _series_range(
 
 
 def review_request_daily_querysets(
-    *, owner_id: object | None, since: datetime, series: Iterable[str] | None = None
+    *,
+    owner_id: object | None,
+    since: datetime,
+    series: Iterable[str] | None = None,
+    scope: LocationScope | None = None,
 ) -> dict[str, QuerySet[Any, tuple[date, int]]]:
     """Per series of ``DAILY_SERIES`` (or those of them in ``series``), the grouped query of
     ``(day, requests)`` from ``since`` on (days in the current time zone), for one owner or
-    everyone (``owner_id=None``). Each reads an indexed range of its timestamp: the work
-    follows the activity of the period, not the size of the table."""
+    everyone (``owner_id=None``), of ``scope``'s locations when given. Each reads an indexed
+    range of its timestamp: the work follows the activity of the period, not the size of the
+    table."""
     wanted = DAILY_SERIES.keys() if series is None else set(series)
     querysets = {}
     for key in DAILY_SERIES:
         if key not in wanted:
             continue
-        requests, stamp = _series_range(key, owner_id=owner_id, since=since)
+        requests, stamp = _series_range(key, owner_id=owner_id, since=since, scope=scope)
         querysets[key] = (
             requests.annotate(day=TruncDate(stamp))
             .values("day")
@@ -94,16 +144,18 @@ def review_request_daily_counts(
     days: int,
     series: Iterable[str] | None = None,
     rollup: RollupRead | None = None,
+    scope: LocationScope | None = None,
 ) -> dict[str, list[int]]:
     """Per series of ``DAILY_SERIES`` (or those of them in ``series``), the requests whose
     timestamp falls on each of ``days`` calendar days (of the current time zone) from
-    ``first_day``, oldest first: the hours the rollup holds from it (``activity_rollup_read``,
-    or ``rollup`` when the caller read it already), the rest from an indexed range of the
-    requests (one query per series)."""
+    ``first_day``, oldest first, of ``scope``'s locations when given (``rollup``, read by the
+    caller, must be of the same scope): the hours the rollup holds from it
+    (``activity_rollup_read``, or ``rollup`` when the caller read it already), the rest from an
+    indexed range of the requests (one query per series)."""
     since = local_day_start(first_day)
     wanted = list(DAILY_SERIES) if series is None else list(series)
     if rollup is None:
-        rollup = activity_rollup_read(owner_id=owner_id, since=since, metrics=wanted)
+        rollup = activity_rollup_read(owner_id=owner_id, since=since, metrics=wanted, scope=scope)
     index = {first_day + timedelta(days=i): i for i in range(days)}
     result = {key: [0] * days for key in wanted}
     for metric, _, _, day, n in rollup.rows:
@@ -112,7 +164,7 @@ def review_request_daily_counts(
     querysets = [
         queryset.annotate(series=Value(key)).values_list("series", "day", "n")
         for key, queryset in review_request_daily_querysets(
-            owner_id=owner_id, since=rollup.boundary, series=wanted
+            owner_id=owner_id, since=rollup.boundary, series=wanted, scope=scope
         ).items()
     ]
     # One query for every series: each part an indexed range of its own timestamp.
@@ -172,15 +224,15 @@ def activity_rollup_boundary(*, since: datetime, now: datetime | None = None) ->
 
 
 def review_request_period_counts(
-    *, owner_id: UUID, since: datetime, series: Iterable[str]
+    *, owner_id: UUID, since: datetime, series: Iterable[str], scope: LocationScope | None = None
 ) -> dict[str, int]:
-    """Per series of ``DAILY_SERIES`` in ``series``, one owner's requests whose timestamp falls
-    from ``since`` on (the period's totals, as ``review_request_daily_counts`` would sum them):
-    the rollup's closed hours from the first whole UTC hour at or after ``since`` (its whole
-    UTC days from ``ActivityDailyRollup``, the hours around them from ``ActivityRollup``), and
-    indexed ranges of the requests for the rest (before that hour, after the rollup's last).
-    Two queries whatever the period's size (the state, one ``UNION ALL``): the work follows the
-    period's days, not its requests."""
+    """Per series of ``DAILY_SERIES`` in ``series``, one owner's requests (of ``scope``'s
+    locations when given) whose timestamp falls from ``since`` on (the period's totals, as
+    ``review_request_daily_counts`` would sum them): the rollup's closed hours from the first
+    whole UTC hour at or after ``since`` (its whole UTC days from ``ActivityDailyRollup``, the
+    hours around them from ``ActivityRollup``), and indexed ranges of the requests for the rest
+    (before that hour, after the rollup's last). Two queries whatever the period's size (the
+    state, one ``UNION ALL``): the work follows the period's days, not its requests."""
     wanted = list(series)
     first_hour = utc_round_up(since)
     closed_until = activity_rollup_closed_until(since=first_hour)
@@ -198,16 +250,22 @@ def review_request_period_counts(
                     ),
                     owner_id,
                     wanted,
+                    scope,
                 )
             )
         parts += [
-            _totals(ActivityRollup.objects.filter(hour__gte=start, hour__lt=end), owner_id, wanted)
+            _totals(
+                ActivityRollup.objects.filter(hour__gte=start, hour__lt=end),
+                owner_id,
+                wanted,
+                scope,
+            )
             for start, end in hours
             if start < end
         ]
         ranges = [(since, first_hour), (closed_until, None)]
     parts += [
-        _series_range(key, owner_id=owner_id, since=start, until=end)[0]
+        _series_range(key, owner_id=owner_id, since=start, until=end, scope=scope)[0]
         .annotate(series=Value(key))
         .values("series")
         .annotate(n=Count("pk"))
@@ -224,11 +282,12 @@ def review_request_period_counts(
 
 
 def _totals(
-    rows: QuerySet[RollupCounts], owner_id: UUID, metrics: list[str]
+    rows: QuerySet[RollupCounts], owner_id: UUID, metrics: list[str], scope: LocationScope | None
 ) -> QuerySet[Any, tuple[str, int]]:
-    """``(metric, count)`` of one owner's rollup rows (hourly or daily) among ``rows``."""
+    """``(metric, count)`` of one owner's rollup rows (hourly or daily) among ``rows``, of
+    ``scope``'s locations when given."""
     return (
-        rows.filter(owner_id=owner_id, metric__in=metrics)
+        rows.filter(_rollup_scope(scope, metrics), owner_id=owner_id, metric__in=metrics)
         .values("metric")
         .annotate(n=Sum("count"))
         .values_list("metric", "n")
@@ -236,26 +295,50 @@ def _totals(
     )
 
 
+def _rollup_scope(scope: LocationScope | None, metrics: Collection[str]) -> Q:
+    """The rollup rows of ``scope``'s locations, and the account's opt-out events when
+    ``metrics`` has them (they have no location: every location counts them; left out
+    otherwise, so a location's read is one range of its own index)."""
+    if scope is None:
+        return Q()
+    if ActivityRollup.Metric.OPT_OUT in metrics:
+        return scope.q() | Q(metric=ActivityRollup.Metric.OPT_OUT)
+    return scope.q()
+
+
 def activity_rollup_read(
-    *, owner_id: object | None, since: datetime, metrics: list[str]
+    *,
+    owner_id: object | None,
+    since: datetime,
+    metrics: list[str],
+    scope: LocationScope | None = None,
 ) -> RollupRead:
     """The rollup's counts of ``metrics`` per local day (current time zone) and channel and
     detail, from ``since`` to its boundary (``activity_rollup_boundary``), for one owner or
-    everyone: one query for the state, one over the rollup's ``hour`` range when it serves."""
+    everyone, of ``scope``'s locations when given: one query for the state, one over the
+    rollup's ``hour`` range when it serves."""
     boundary = activity_rollup_boundary(since=since)
     if boundary <= since:
         return RollupRead(boundary=since, rows=[])
-    rows = activity_rollup_rows(owner_id=owner_id, since=since, until=boundary, metrics=metrics)
+    rows = activity_rollup_rows(
+        owner_id=owner_id, since=since, until=boundary, metrics=metrics, scope=scope
+    )
     return RollupRead(boundary=boundary, rows=list(rows))
 
 
 def activity_rollup_rows(
-    *, owner_id: object | None, since: datetime, until: datetime, metrics: list[str]
+    *,
+    owner_id: object | None,
+    since: datetime,
+    until: datetime,
+    metrics: list[str],
+    scope: LocationScope | None = None,
 ) -> QuerySet[ActivityRollup, tuple[str, str, str, date, int]]:
     """The rollup's ``(metric, channel, detail, day, count)`` of ``[since, until)``, days in
-    the current time zone: a range of ``hour`` (everyone's: the unique key leading with it; one
-    owner's: ``reviews_rollup_owner_hour``)."""
-    owned = Q(owner_id=owner_id) if owner_id else Q()
+    the current time zone, of ``scope``'s locations when given (their opt-out events: the
+    account's): a range of ``hour`` (everyone's: the unique key leading with it; one owner's:
+    ``reviews_rollup_owner_hour``; some locations': ``reviews_rollup_location_hour`` too)."""
+    owned = (Q(owner_id=owner_id) if owner_id else Q()) & _rollup_scope(scope, metrics)
     return (
         ActivityRollup.objects.filter(owned, hour__gte=since, hour__lt=until, metric__in=metrics)
         .annotate(day=TruncDate("hour"))
@@ -266,43 +349,61 @@ def activity_rollup_rows(
     )
 
 
-# A row of ``activity_hourly_querysets``: (owner, hour, channel, detail, count).
-HourlyRow = tuple[UUID, datetime, str, str, int]
+# A row of ``activity_hourly_querysets``: (owner, location, hour, channel, detail, count).
+HourlyRow = tuple[UUID, UUID | None, datetime, str, str, int]
 
 
 def activity_hourly_querysets(
     *, start: datetime, end: datetime
 ) -> dict[str, QuerySet[Any, HourlyRow]]:
-    """Every owner's events of ``[start, end)`` per UTC hour, one grouped query over an indexed
-    range per kind, each of rows ``(owner, hour, channel, detail, count)``: each series of
-    ``DAILY_SERIES`` (``_series_range``, the live reads' definition), the messages that failed
-    (per channel and error code) and the opt-out events (per channel and source)."""
+    """Every owner's events of ``[start, end)`` per location and UTC hour, one grouped query
+    over an indexed range per kind, each of rows ``(owner, location, hour, channel, detail,
+    count)``: each series of ``DAILY_SERIES`` (``_series_range``, the live reads' definition),
+    the messages that failed (per channel and error code; their request's location) and the
+    opt-out events (per channel and source; no location: they are the account's). A location
+    is the requests' own (NULL: the default's)."""
     querysets: dict[str, QuerySet[Any, HourlyRow]] = {}
     for key in DAILY_SERIES:
         requests, stamp = _series_range(key, owner_id=None, since=start, until=end)
         querysets[key] = (
             requests.annotate(at=TruncHour(stamp, tzinfo=UTC), channel=Value(""), detail=Value(""))
-            .values("owner_id", "at", "channel", "detail")
+            .values("owner_id", "location_id", "at", "channel", "detail")
             .annotate(n=Count("pk"))
-            .values_list("owner_id", "at", "channel", "detail", "n")
+            .values_list("owner_id", "location_id", "at", "channel", "detail", "n")
             .order_by()
         )
     querysets[ActivityRollup.Metric.MESSAGE_FAILED] = (
         Message.objects.filter(failed_at__gte=start, failed_at__lt=end)
         .annotate(at=TruncHour("failed_at", tzinfo=UTC))
-        .values("review_request__owner_id", "at", "channel", "last_error_code")
+        .values(
+            "review_request__owner_id",
+            "review_request__location_id",
+            "at",
+            "channel",
+            "last_error_code",
+        )
         .annotate(n=Count("pk"))
-        .values_list("review_request__owner_id", "at", "channel", "last_error_code", "n")
+        .values_list(
+            "review_request__owner_id",
+            "review_request__location_id",
+            "at",
+            "channel",
+            "last_error_code",
+            "n",
+        )
         .order_by()
     )
     querysets[ActivityRollup.Metric.OPT_OUT] = (
         OptOutEvent.objects.filter(
             action=OptOutEvent.Action.OPT_OUT, created_at__gte=start, created_at__lt=end
         )
-        .annotate(at=TruncHour("created_at", tzinfo=UTC))
-        .values("owner_id", "at", "channel", "source")
+        .annotate(
+            at=TruncHour("created_at", tzinfo=UTC),
+            place=Value(None, output_field=UUIDField()),
+        )
+        .values("owner_id", "place", "at", "channel", "source")
         .annotate(n=Count("pk"))
-        .values_list("owner_id", "at", "channel", "source", "n")
+        .values_list("owner_id", "place", "at", "channel", "source", "n")
         .order_by()
     )
     return querysets
@@ -311,9 +412,15 @@ def activity_hourly_querysets(
 def activity_hourly(*, start: datetime, end: datetime) -> Iterator[ActivityRollup]:
     """``activity_hourly_querysets``'s rows as unsaved rollup rows."""
     for metric, queryset in activity_hourly_querysets(start=start, end=end).items():
-        for owner_id, hour, channel, detail, n in queryset:
+        for owner_id, location_id, hour, channel, detail, n in queryset:
             yield ActivityRollup(
-                owner_id=owner_id, hour=hour, metric=metric, channel=channel, detail=detail, count=n
+                owner_id=owner_id,
+                location_id=location_id,
+                hour=hour,
+                metric=metric,
+                channel=channel,
+                detail=detail,
+                count=n,
             )
 
 
@@ -321,7 +428,8 @@ def opt_out_counts(
     *, owner_id: object | None, since: datetime, rollup: RollupRead
 ) -> list[tuple[str, str, int]]:
     """``(channel, source, opt-outs)`` from ``since`` on, most first: the rollup's hours
-    (``rollup``, read by the caller) and the audit's ``created_at`` range after them."""
+    (``rollup``, read by the caller) and the audit's ``created_at`` range after them. The
+    account's, whatever locations the rollup was read for: an opt-out has no location."""
     totals: dict[tuple[str, str], int] = {}
     for metric, channel, source, _, n in rollup.rows:
         if metric == ActivityRollup.Metric.OPT_OUT:
@@ -345,12 +453,13 @@ def opt_out_counts(
 
 
 def message_failures_by_code(
-    *, owner_id: object | None, since: datetime
+    *, owner_id: object | None, since: datetime, scope: LocationScope | None = None
 ) -> QuerySet[Message, tuple[str, int]]:
-    """``(code, messages)`` of the messages that failed since ``since``, most frequent first:
-    an indexed range of ``failed_at``, grouped."""
+    """``(code, messages)`` of the messages that failed since ``since`` (of requests at
+    ``scope``'s locations when given), most frequent first: an indexed range of
+    ``failed_at``, grouped."""
     return (
-        _failed_since(owner_id, since)
+        _failed_since(owner_id, since, scope)
         .values("last_error_code")
         .annotate(n=Count("pk"))
         .order_by("-n", "last_error_code")
@@ -359,12 +468,16 @@ def message_failures_by_code(
 
 
 def message_newest_failures(
-    *, owner_id: object | None, since: datetime, codes: list[str]
+    *,
+    owner_id: object | None,
+    since: datetime,
+    codes: list[str],
+    scope: LocationScope | None = None,
 ) -> QuerySet[Message, tuple[str, str]]:
     """``(code, error text)`` of the newest failure since ``since`` of each of ``codes``, in
     one query: each code's newest row is found by walking the ``failed_at`` index backwards
     (an uncorrelated subquery per code, run once), never a subquery per failed row."""
-    failed = _failed_since(owner_id, since)
+    failed = _failed_since(owner_id, since, scope)
     newest = Q(pk__in=[])
     for code in codes:
         newest |= Q(
@@ -376,30 +489,42 @@ def message_newest_failures(
 
 
 def message_failure_reasons(
-    *, owner_id: object | None, since: datetime, limit: int = 10, rollup: RollupRead | None = None
+    *,
+    owner_id: object | None,
+    since: datetime,
+    limit: int = 10,
+    rollup: RollupRead | None = None,
+    scope: LocationScope | None = None,
 ) -> list[tuple[str, str, int]]:
-    """The ``limit`` commonest error codes of messages that failed since ``since``: (code, the
-    newest error text of that code, messages), most frequent first. The counts come from the
-    rollup's hours (``rollup``, read by the caller; none when None) and the messages' indexed
-    ``failed_at`` range after them; the texts from one query."""
+    """The ``limit`` commonest error codes of messages that failed since ``since`` (of
+    requests at ``scope``'s locations when given): (code, the newest error text of that code,
+    messages), most frequent first. The counts come from the rollup's hours (``rollup``, read
+    by the caller for the same scope; none when None) and the messages' indexed ``failed_at``
+    range after them; the texts from one query."""
     boundary = rollup.boundary if rollup is not None else since
     totals: dict[str, int] = {}
     for metric, _, code, _, n in rollup.rows if rollup is not None else []:
         if metric == ActivityRollup.Metric.MESSAGE_FAILED:
             totals[code] = totals.get(code, 0) + n
-    for code, n in message_failures_by_code(owner_id=owner_id, since=boundary):
+    for code, n in message_failures_by_code(owner_id=owner_id, since=boundary, scope=scope):
         totals[code] = totals.get(code, 0) + n
     top = sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:limit]
     if not top:
         return []
     newest = dict(
-        message_newest_failures(owner_id=owner_id, since=since, codes=[code for code, _ in top])
+        message_newest_failures(
+            owner_id=owner_id, since=since, codes=[code for code, _ in top], scope=scope
+        )
     )
     return [(code, newest.get(code, ""), n) for code, n in top]
 
 
-def _failed_since(owner_id: object | None, since: datetime) -> QuerySet[Message]:
+def _failed_since(
+    owner_id: object | None, since: datetime, scope: LocationScope | None = None
+) -> QuerySet[Message]:
     failed = Message.objects.filter(failed_at__gte=since)
     if owner_id:
         failed = failed.filter(Q(review_request__owner_id=owner_id))
+    if scope is not None:
+        failed = failed.filter(scope.q("review_request__location"))
     return failed

@@ -1,6 +1,6 @@
 """Keeping the dashboards' rollup (``ActivityRollup``) current, and rebuilding it.
 
-The rollup counts events per owner and UTC hour by each event's own timestamp
+The rollup counts events per owner, location and UTC hour by each event's own timestamp
 (``activity.selectors.activity_hourly``, the live reads' definitions), so an hour's counts are
 final once its events are written. ``activity_rollup_refresh`` (beat, every few minutes)
 recomputes the hours from ``REOPEN_HOURS`` before the last closed one up to the start of the
@@ -12,15 +12,24 @@ whose unknown outcome resolved as sent when it was attempted, a provider's recei
 Each also sums the UTC days its hours touch into ``ActivityDailyRollup`` (the totals of long
 periods). ``activity_rollup_rebuild`` recomputes everything (after a restore, and the first
 backfill). Each holds the state row's lock, so two never interleave.
+
+Hours the state marks to re-derive (``backfill_to``: the rollup's hours from before it had
+locations) are re-derived by the refreshes themselves, the newest ``REBUILD_CHUNK`` of them per
+refresh, moving ``covered_from`` back over them: readers take only the hours the rollup covers,
+so they read the base tables for the others meanwhile. A location's rows follow the requests'
+(NULL: the default location's); when the default changes, ``activity_rollup_pin_default`` pins
+the rollup's NULL rows as reviews pins the requests.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
 
 from django.db import transaction
-from django.db.models import Min, Sum
+from django.db.models import Exists, F, Min, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -79,20 +88,50 @@ def _recompute_days(start: datetime, end: datetime) -> None:
     sums = (
         ActivityRollup.objects.filter(hour__gte=first, hour__lt=until)
         .annotate(day=TruncDate("hour", tzinfo=UTC))
-        .values("owner_id", "day", "metric", "channel", "detail")
+        .values("owner_id", "location_id", "day", "metric", "channel", "detail")
         .annotate(n=Sum("count"))
-        .values_list("owner_id", "day", "metric", "channel", "detail", "n")
+        .values_list("owner_id", "location_id", "day", "metric", "channel", "detail", "n")
         .order_by()
     )
     ActivityDailyRollup.objects.bulk_create(
         (
             ActivityDailyRollup(
-                owner_id=owner_id, day=day, metric=metric, channel=channel, detail=detail, count=n
+                owner_id=owner_id,
+                location_id=location_id,
+                day=day,
+                metric=metric,
+                channel=channel,
+                detail=detail,
+                count=n,
             )
-            for owner_id, day, metric, channel, detail, n in sums.iterator()
+            for owner_id, location_id, day, metric, channel, detail, n in sums.iterator()
         ),
         batch_size=INSERT_BATCH,
     )
+
+
+def _backfill(state: ActivityRollupState) -> int:
+    """Re-derive the newest ``REBUILD_CHUNK`` of the hours the state marks (``[backfill_to,
+    covered_from)``) and move ``covered_from`` back over them; once it reaches ``backfill_to``,
+    the rollup covers everything from the first event (``covered_from`` None) unless an event
+    is older than ``backfill_to``. Rows written."""
+    if state.covered_from is None:
+        state.backfill_to = None  # a rebuild (of any release) covered everything since
+    if state.backfill_to is None or state.covered_from is None:
+        return 0
+    end = state.covered_from
+    start = max(state.backfill_to, end - REBUILD_CHUNK)
+    rows = 0
+    if start < end:
+        rows = _recompute(start, end)
+        _recompute_days(start, end)
+    state.covered_from = start
+    if start <= state.backfill_to:
+        found = [moment for moment in _first_events() if moment is not None]
+        if not found or utc_hour_start(min(found)) >= start:
+            state.covered_from = None
+        state.backfill_to = None
+    return rows
 
 
 def _first_events() -> list[datetime | None]:
@@ -110,7 +149,9 @@ def activity_rollup_refresh(*, now: datetime | None = None) -> RollupRefresh:
     """Roll up the hours closed since the last refresh, and re-read the ``REOPEN_HOURS``
     before them. The first refresh of an empty rollup covers only those hours (the readers use
     the base tables for periods that start earlier, until the rollup covers them);
-    ``activity_rollup_rebuild`` backfills."""
+    ``activity_rollup_rebuild`` backfills. Hours marked to re-derive (``backfill_to``) are
+    re-derived too, ``REBUILD_CHUNK`` of them per refresh (``RollupRefresh``: ``start`` and
+    ``end`` of the closed hours' window; ``rows`` of both)."""
     now = now or timezone.now()
     end = utc_hour_start(now)
     with transaction.atomic():
@@ -122,6 +163,7 @@ def activity_rollup_refresh(*, now: datetime | None = None) -> RollupRefresh:
         if start < end:
             rows = _recompute(start, end)
             _recompute_days(start, end)
+        rows += _backfill(state)
         state.closed_until = max(state.closed_until, end)
         state.refreshed_at = now
         state.save()
@@ -148,7 +190,45 @@ def activity_rollup_rebuild(*, now: datetime | None = None) -> RollupRefresh:
             _recompute_days(chunk_start, chunk_end)
             chunk_start = chunk_end
         state.covered_from = None
+        state.backfill_to = None
         state.closed_until = end
         state.refreshed_at = now
         state.save()
     return RollupRefresh(start=start, end=end, rows=rows)
+
+
+def activity_rollup_pin_default(*, account_id: UUID, location_id: UUID) -> int:
+    """Give the account's rollup rows with no location (the default location's) the location
+    ``location_id`` (the default until now), before another location becomes the default, as
+    reviews pins the requests they count: otherwise they would move with the default. A row of
+    the same hour (day), metric, channel and detail already pinned there takes the NULL row's
+    count. Opt-out events stay without a location (they are the account's). Holds the state
+    row's lock (a refresh running meanwhile would write its window back unpinned; the next
+    one re-reads it from the pinned requests). Idempotent. Rows pinned or merged."""
+    with transaction.atomic():
+        ActivityRollupState.objects.select_for_update().filter(key=ROLLUP_KEY).first()
+        hours = _pin(ActivityRollup.objects.filter(owner_id=account_id), "hour", location_id)
+        days = _pin(ActivityDailyRollup.objects.filter(owner_id=account_id), "day", location_id)
+    return hours + days
+
+
+def _pin(rows: QuerySet[Any], period: str, location_id: UUID) -> int:
+    """``activity_rollup_pin_default`` on one level of the rollup (``rows``: one account's;
+    ``period``: the level's ``hour`` or ``day``)."""
+
+    def same_key(queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(
+            **{period: OuterRef(period)},
+            metric=OuterRef("metric"),
+            channel=OuterRef("channel"),
+            detail=OuterRef("detail"),
+        )
+
+    unpinned = rows.filter(location=None).exclude(metric=ActivityRollup.Metric.OPT_OUT)
+    pinned = rows.filter(location_id=location_id)
+    twin = same_key(unpinned)
+    # Rows already at the location with an unpinned twin take the twin's count ...
+    done = pinned.filter(Exists(twin)).update(count=F("count") + Subquery(twin.values("count")[:1]))
+    # ... and the twin goes; the other unpinned rows move to the location as they are.
+    unpinned.filter(Exists(same_key(pinned))).delete()
+    return done + unpinned.update(location_id=location_id)

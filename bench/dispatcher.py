@@ -19,11 +19,10 @@ transient rejection is retried within seconds (``DELIVERY_RETRY_*``), not at 08:
 from __future__ import annotations
 
 import contextlib
-import itertools
+import json
 import os
 import subprocess
 import time
-from datetime import timedelta
 from pathlib import Path
 
 from bench.common import OWNER_EMAIL, PYTHON, Tree, peak_rss_mb, process, run_manage
@@ -52,46 +51,61 @@ IN_FLIGHT_STATUSES = ("pending", "queued", "sending")
 LEASED_STATUSES = ("queued", "sending")  # the predicate of the index reviews_message_in_flight
 POLL_SECONDS = 1.0
 
-_PHONES = itertools.count(1)  # unique numbers across both phases (one owner)
+
+# Run by the tree's own code, like ``_NO_QUIET_HOURS``: each tree's models match its own
+# database (the harness's may have columns the old tree's tables lack, e.g. a request's location).
+_PRELOAD = """
+import json
+from datetime import timedelta
+
+from django.utils import timezone
+
+from accounts.models import User
+from reviews.models import Channel, Contact, Message, ReviewRequest
+
+owner = User.objects.get(email={email!r})
+first_due = timezone.now() + timedelta(seconds={delay!r})
+first_phone = Contact.objects.filter(owner=owner).count() + 1  # numbers unique across phases
+contacts = Contact.objects.bulk_create(
+    [
+        Contact(owner=owner, first_name="Bench", phone=f"+1555{{n:07d}}")
+        for n in range(first_phone, first_phone + {count!r})
+    ],
+    batch_size=2000,
+)
+requests = ReviewRequest.objects.bulk_create(
+    [
+        ReviewRequest(
+            owner=owner,
+            contact=contact,
+            scheduled_for=first_due + timedelta(seconds=n * {spacing!r}),
+        )
+        for n, contact in enumerate(contacts)
+    ],
+    batch_size=2000,
+)
+messages = Message.objects.bulk_create(
+    [
+        Message(
+            review_request=request,
+            step=0,
+            channel=Channel.SMS,
+            status=Message.Status.PENDING,
+            due_at=request.scheduled_for,
+        )
+        for request in requests
+    ],
+    batch_size=2000,
+)
+print(json.dumps([str(message.pk) for message in messages]))
+"""
 
 
-def _preload(owner, count: int, *, first_due, spacing: float, using: str = "default") -> list[str]:
-    """``count`` contacts with one pending SMS each, due from ``first_due`` every ``spacing`` s,
-    in the database ``using`` (the harness's alias of a tree's database)."""
-    from reviews.models import Channel, Contact, Message, ReviewRequest
-
-    contacts = Contact.objects.using(using).bulk_create(
-        [
-            Contact(owner=owner, first_name="Bench", phone=f"+1555{next(_PHONES):07d}")
-            for _ in range(count)
-        ],
-        batch_size=2000,
-    )
-    requests = ReviewRequest.objects.using(using).bulk_create(
-        [
-            ReviewRequest(
-                owner=owner,
-                contact=contact,
-                scheduled_for=first_due + timedelta(seconds=n * spacing),
-            )
-            for n, contact in enumerate(contacts)
-        ],
-        batch_size=2000,
-    )
-    messages = Message.objects.using(using).bulk_create(
-        [
-            Message(
-                review_request=request,
-                step=0,
-                channel=Channel.SMS,
-                status=Message.Status.PENDING,
-                due_at=request.scheduled_for,
-            )
-            for request in requests
-        ],
-        batch_size=2000,
-    )
-    return [str(message.pk) for message in messages]
+def _preload(tree: Tree, count: int, *, delay: float, spacing: float) -> list[str]:
+    """``count`` contacts of the bench owner with one pending SMS each, due ``delay`` s from now
+    and then every ``spacing`` s, written by ``tree``'s own code into its database; their ids."""
+    script = _PRELOAD.format(email=OWNER_EMAIL, delay=delay, count=count, spacing=spacing)
+    return json.loads(run_manage(tree, "shell", "-c", script).strip().splitlines()[-1])
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -297,12 +311,10 @@ def _workers(stack, tree: Tree, fake, var_dir: Path, *, processes: int, slots: i
     return workers
 
 
-def _drain(owner, count: int, workers, fake, bound: float, using: str = "default") -> dict:
-    from django.utils import timezone
-
+def _drain(tree: Tree, count: int, workers, fake, bound: float) -> dict:
     cpu_before = machine_cpu(workers)
-    ids = _preload(owner, count, first_due=timezone.now(), spacing=0, using=using)
-    rows = _settle(ids, timeout=count / 5 + 120, using=using)
+    ids = _preload(tree, count, delay=0, spacing=0)
+    rows = _settle(ids, timeout=count / 5 + 120, using=tree.alias)
     report = _phase_report("drain", ids, rows, fake, bound)
     cpu = {key: value - cpu_before[key] for key, value in machine_cpu(workers).items()}
     # Worker CPU per message: with the cores available, this caps msg/s whatever the
@@ -372,12 +384,9 @@ policy.save()
 """
 
 
-def _bench_owner(tree: Tree):
-    """The bench owner in ``tree``'s database, with no quiet hours (see the module docstring)."""
-    from accounts.models import User
-
+def _no_quiet_hours(tree: Tree) -> None:
+    """The bench owner in ``tree``'s database gets no quiet hours (see the module docstring)."""
     run_manage(tree, "shell", "-c", _NO_QUIET_HOURS)
-    return User.objects.using(tree.alias).get(email=OWNER_EMAIL)
 
 
 def _fake_provider():
@@ -396,29 +405,21 @@ def run_dispatcher_bench(tree: Tree, var_dir: Path, args, targets: list) -> dict
     ``SIZED_MESSAGES``), whose bound is below this machine's CPU ceiling, so its ratio shows
     whether the dispatching itself (sweeps, kicks, the queue cap) leaves send slots idle.
     """
-    from django.utils import timezone
-
     processes, slots, main = _main_config(args)
     sized = _config(SIZED_PROCESSES, SIZED_SLOTS)
-    owner = _bench_owner(tree)
+    _no_quiet_hours(tree)
     with _fake_provider() as fake:
         with contextlib.ExitStack() as stack:
             workers = _workers(
                 stack, tree, fake, var_dir, processes=processes, slots=slots, tag="main"
             )
             bound = main["bound_messages_per_s"]
-            drain = _drain(owner, args.messages, workers, fake, bound, using=tree.alias)
+            drain = _drain(tree, args.messages, workers, fake, bound)
 
             # Steady load the dispatcher can carry: lateness then measures dispatching, not a
             # queue that grows for the whole phase.
             rate = 0.8 * min(bound, drain.get("messages_per_s") or bound)
-            paced_ids = _preload(
-                owner,
-                int(rate * PACED_SECONDS),
-                first_due=timezone.now() + timedelta(seconds=2),
-                spacing=1 / rate,
-                using=tree.alias,
-            )
+            paced_ids = _preload(tree, int(rate * PACED_SECONDS), delay=2, spacing=1 / rate)
             paced_rows = _settle(paced_ids, timeout=PACED_SECONDS * 5 + 120, using=tree.alias)
             paced = _phase_report("paced", paced_ids, paced_rows, fake, bound)
             paced["offered_rate"] = round(rate, 1)
@@ -435,7 +436,7 @@ def run_dispatcher_bench(tree: Tree, var_dir: Path, args, targets: list) -> dict
             )
             count = min(args.messages, SIZED_MESSAGES)
             bound = sized["bound_messages_per_s"]
-            sized_drain = _drain(owner, count, workers, fake, bound, using=tree.alias)
+            sized_drain = _drain(tree, count, workers, fake, bound)
             sized_drain["phase"] = "sized"
             sized["peak_rss_mb"] = [peak_rss_mb(worker.pid) for worker in workers]
 
@@ -491,7 +492,8 @@ def drain_rounds(trees: list[Tree], var_dir: Path, args) -> dict:
     from that tree, into one fake provider. Returns each tree's drains in round order (only
     the drain: the paced and sized phases run without ``--against``)."""
     processes, slots, main = _main_config(args)
-    owners = {tree.name: _bench_owner(tree) for tree in trees}
+    for tree in trees:
+        _no_quiet_hours(tree)
     drains: dict[str, list[dict]] = {tree.name: [] for tree in trees}
     with _fake_provider() as fake:
         for n in range(args.repeat):
@@ -501,14 +503,7 @@ def drain_rounds(trees: list[Tree], var_dir: Path, args) -> dict:
                     workers = _workers(
                         stack, tree, fake, var_dir, processes=processes, slots=slots, tag=tag
                     )
-                    drain = _drain(
-                        owners[tree.name],
-                        args.messages,
-                        workers,
-                        fake,
-                        main["bound_messages_per_s"],
-                        using=tree.alias,
-                    )
+                    drain = _drain(tree, args.messages, workers, fake, main["bound_messages_per_s"])
                     drain["peak_rss_mb"] = [peak_rss_mb(worker.pid) for worker in workers]
                 drains[tree.name].append(drain)
     return {

@@ -6,13 +6,16 @@ For each size (default 10,000 and 1,000,000 review requests of one business; ``-
 1. ``migrate``; the business through ``create_business`` and an access token for the API
    (``bench/trees.py``, as ``make bench``); a staff user;
 2. the data, loaded fast through the real schema with ``INSERT ... SELECT generate_series``:
-   the business's contacts, one request each spread over two years, ~3 messages per request
-   (statuses, timestamps and errors as the service leaves them), clicks and opt-out events;
-   199 small businesses alongside (``--small-requests`` each); then ``VACUUM ANALYZE`` (what
-   autovacuum does on a live database) and ``rebuild_activity_rollup`` (the dashboards' rollup,
-   as after a restore);
-3. each page with Django's test ``Client`` (logged in, in-process: the figures are the page's
-   own work, not gunicorn's or the network's), ``--repeat`` times after one warm-up: median and
+   the business's 20 locations (each with its review site) and 50 members (three locations
+   each; the measured manager two), its contacts, one request each spread over two years and
+   over its locations (the default's with no location, as rows from before locations), ~3
+   messages per request (statuses, timestamps and errors as the service leaves them), clicks
+   and opt-out events; 199 small businesses alongside (one location, ``--small-requests``
+   requests each); then ``VACUUM ANALYZE`` (what autovacuum does on a live database) and
+   ``rebuild_activity_rollup`` (the dashboards' rollup, as after a restore);
+3. each page with Django's test ``Client`` (logged in as the owner, the manager with two
+   locations, or staff; in-process: the figures are the page's own work, not gunicorn's or the
+   network's), ``--repeat`` times after one warm-up: median and
    max ms and the queries it ran. Then the write path (``POST /api/zapier/send-review-request``
    with the token, a new contact each time) and one dispatcher run
    (``messages_dispatch_due`` claiming a batch of due messages).
@@ -39,6 +42,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bench.common import PYTHON, ROOT, Tree, fresh_database, run_manage, service_env
 from bench.trees import SEND, describe, seed, setup_harness
@@ -47,6 +51,12 @@ RESULTS_DIR = ROOT / "bench" / "results"
 SMALL_BUSINESSES = 199
 HISTORY_DAYS = 730  # every business's requests are spread over two years
 CLAIM = 100  # messages per measured dispatcher claim (the default DISPATCH_BATCH_SIZE)
+# The big account's team (issue 37): its locations (the first, its default, from
+# create_business) and members (managers and every fifth a viewer, three locations each); the
+# first member is the measured manager, with two locations.
+LOCATIONS = 20
+MEMBERS = 50
+MANAGER_EMAIL = "member0@bench.example"
 
 # Targets at the big size (issue 26): median ms per kind of page, and big/small ratio.
 TARGET_MS = {"portal": 150.0, "admin list": 300.0, "admin dashboard": 500.0}
@@ -59,8 +69,12 @@ QUICK = {"sizes": [2_000, 50_000], "small_requests": 20, "repeat": 3}
 
 # One row per (business b, request g): b = 0 is the measured business with ``size`` requests,
 # b = 1..199 the small ones. Ids are derived from (b, g) so that every table is one statement.
+# The measured business's request g is at its location g % LOCATIONS (0, its default: no
+# location, as the rows from before locations); the small businesses' have none.
 ROWS = """
     SELECT b.n AS b, b.owner_id, g,
+           CASE WHEN b.n = 0 AND g %% %(locations)s > 0
+                THEN md5('l0-' || (g %% %(locations)s))::uuid END AS location_id,
            md5('c' || b.n || '-' || g)::uuid AS contact_id,
            md5('r' || b.n || '-' || g)::uuid AS request_id,
            now() - make_interval(
@@ -111,7 +125,51 @@ LOAD = [
     INSERT INTO reviews_reviewsite (id, kind, label, url, position, created_at, owner_id)
     SELECT md5('s' || u.id)::uuid, 'google', 'Google', 'https://g.page/r/' || u.id || '/review',
         0, now(), u.id
-    FROM accounts_user u WHERE u.is_staff = false
+    FROM accounts_user u WHERE u.is_staff = false AND u.account_id IS NULL
+    """,
+    # Each small business's one location, as the migration gave every business.
+    """
+    INSERT INTO accounts_location (id, account_id, name, time_zone, position, created_at)
+    SELECT md5('l' || u.id)::uuid, u.id, u.business_name, u.time_zone, 0, now()
+    FROM accounts_user u WHERE u.email LIKE '%%@small.bench.example'
+    """,
+    # The measured business's locations (k = 0: its default) and the other ones' review sites.
+    """
+    CREATE TEMP TABLE bench_location AS
+    SELECT 0 AS k, (SELECT id FROM accounts_location WHERE account_id = %(owner)s
+                    ORDER BY position, created_at LIMIT 1) AS id
+    UNION ALL
+    SELECT k, md5('l0-' || k)::uuid FROM generate_series(1, %(locations)s - 1) AS k
+    """,
+    """
+    INSERT INTO accounts_location (id, account_id, name, time_zone, position, created_at)
+    SELECT id, %(owner)s, 'Location ' || k, 'America/New_York', k, now()
+    FROM bench_location WHERE k > 0
+    """,
+    """
+    INSERT INTO reviews_reviewsite (id, kind, label, url, position, created_at, owner_id,
+        location_id)
+    SELECT md5('s0-' || k)::uuid, 'google', 'Google', 'https://g.page/r/bench-' || k || '/review',
+        0, now(), %(owner)s, id
+    FROM bench_location WHERE k > 0
+    """,
+    # Its members (no password: the measured one logs in without), with their locations.
+    """
+    INSERT INTO accounts_user (id, password, is_superuser, email, business_name, time_zone,
+        default_region, is_staff, is_active, date_joined, account_id, role)
+    SELECT md5('m' || n)::uuid, '!', false, 'member' || n || '@bench.example', '',
+        'America/New_York', 'US', false, true, now(), %(owner)s,
+        CASE WHEN n %% 5 = 4 THEN 'viewer' ELSE 'manager' END
+    FROM generate_series(0, %(members)s - 1) AS n
+    """,
+    """
+    INSERT INTO accounts_user_locations (user_id, location_id)
+    SELECT DISTINCT md5('m' || n)::uuid, l.id
+    FROM generate_series(0, %(members)s - 1) AS n
+    CROSS JOIN LATERAL unnest(CASE WHEN n = 0 THEN %(manager_locations)s::int[]
+        ELSE ARRAY[n %% %(locations)s, (n + 7) %% %(locations)s, (n + 13) %% %(locations)s]
+        END) AS m(k)
+    JOIN bench_location l ON l.k = m.k
     """,
     """
     CREATE TEMP TABLE bench_business AS
@@ -134,10 +192,12 @@ LOAD = [
     f"""
     INSERT INTO reviews_reviewrequest (id, status, scheduled_for, token, ended_reason,
         ended_detail, created_at, updated_at, sending_at, sent_at, delivered_at, clicked_at,
-        completed_at, failed_at, cancelled_at, opted_out_at, ended_at, contact_id, owner_id)
+        completed_at, failed_at, cancelled_at, opted_out_at, ended_at, contact_id, owner_id,
+        location_id)
     SELECT request_id, status, t, md5('t' || b || '-' || g)::varchar(22), reason, '', t, t,
         sent, sent, delivered, clicked, completed, failed, cancelled, opted_out,
-        COALESCE(completed, clicked, failed, cancelled, opted_out), contact_id, owner_id
+        COALESCE(completed, clicked, failed, cancelled, opted_out), contact_id, owner_id,
+        location_id
     FROM (
         SELECT r.*,
             CASE WHEN due THEN 'scheduled'
@@ -231,20 +291,32 @@ LOAD = [
 
 
 def load(
-    *, owner_id: str, size: int, small: int, small_requests: int, due: int, vacuum: bool = True
+    *,
+    owner_id: str,
+    size: int,
+    small: int,
+    small_requests: int,
+    due: int,
+    vacuum: bool = True,
+    locations: int = LOCATIONS,
+    members: int = MEMBERS,
 ) -> dict:
-    """Insert the data set (the newest ``due`` requests of the business due now); returns
-    seconds per step and the row counts. ``vacuum=False``: ANALYZE only (in a transaction)."""
+    """Insert the data set (the newest ``due`` requests of the business due now, its
+    ``locations`` and ``members``); returns seconds per step and the row counts.
+    ``vacuum=False``: ANALYZE only (in a transaction)."""
     from django.core.management import call_command
     from django.db import connection
 
-    params: dict[str, str | int] = {
+    params: dict[str, Any] = {
         "owner": owner_id,
         "size": size,
         "small": small,
         "small_requests": small_requests,
         "history": HISTORY_DAYS,
         "due": due,
+        "locations": locations,
+        "members": members,
+        "manager_locations": list(MANAGER_LOCATIONS),
     }
     timings = {}
     with connection.cursor() as cursor:
@@ -282,17 +354,42 @@ def load(
 
 def pages(owner_id: str, size: int) -> list[tuple[str, str, str, str]]:
     """(page, kind of target, who, URL) on the measured business's data (b = 0). ``{sql}`` in
-    a URL is replaced by the value of that SQL expression (an id derived like the loader's)."""
+    a URL is replaced by the value of that SQL expression (an id derived like the loader's).
+    Every portal page twice: for the owner, and for the manager with two locations
+    (``MANAGER_EMAIL``: their searches and detail look for a contact at one of theirs)."""
     g = min(SAMPLE, size // 3)
+    mine = g + (MANAGER_LOCATIONS[0] - g) % LOCATIONS  # a request at the manager's location
+    default = (
+        f"(SELECT id FROM accounts_location WHERE account_id = '{owner_id}' "
+        "ORDER BY position, created_at LIMIT 1)"
+    )
+    location = f"md5('l0-{LOCATIONS // 4}')::uuid"  # one of the 19 that are not the default
+    owner_filter = f"owner={owner_id}"
+    portal = []
+    for who, n, suffix in (("owner", g, ""), ("manager", mine, " (manager, 2 locations)")):
+        email = f"{_first(n)}.{_last(n)}{n % 997}.{n}@example.com".lower()
+        portal += [
+            (f"portal dashboard, first page{suffix}", "portal", who, "/"),
+            (f"portal dashboard, oldest page{suffix}", "portal", who, "/?after={oldest}"),
+            (f"portal dashboard, all time{suffix}", "portal", who, "/?period=all"),
+            (f"portal search, e-mail{suffix}", "portal", who, f"/?q={email.upper()}"),
+            (f"portal search, phone{suffix}", "portal", who, f"/?q=(415) {2000000 + n:07d}"),
+            (
+                f"portal search, name{suffix}",
+                "portal",
+                who,
+                f"/?q={_first(n)} {_last(n)}{n % 997}",
+            ),
+            (
+                f"portal request detail{suffix}",
+                "portal",
+                who,
+                f"/portal/requests/{{{_request(n)}}}/",
+            ),
+        ]
     email = f"{_first(g)}.{_last(g)}{g % 997}.{g}@example.com".lower()
     return [
-        ("portal dashboard, first page", "portal", "owner", "/"),
-        ("portal dashboard, oldest page", "portal", "owner", "/?after={oldest}"),
-        ("portal dashboard, all time", "portal", "owner", "/?period=all"),
-        ("portal search, e-mail", "portal", "owner", f"/?q={email.upper()}"),
-        ("portal search, phone", "portal", "owner", f"/?q=(415) {2000000 + g:07d}"),
-        ("portal search, name", "portal", "owner", f"/?q={_first(g)} {_last(g)}{g % 997}"),
-        ("portal request detail", "portal", "owner", f"/portal/requests/{{{_request(g)}}}/"),
+        *portal,
         ("admin dashboard", "admin dashboard", "staff", "/admin/reviews/reviewrequest/dashboard/"),
         ("admin review requests", "admin list", "staff", "/admin/reviews/reviewrequest/"),
         (
@@ -305,7 +402,25 @@ def pages(owner_id: str, size: int) -> list[tuple[str, str, str, str]]:
             "admin review requests, owner filter",
             "admin list",
             "staff",
-            f"/admin/reviews/reviewrequest/?owner__id__exact={owner_id}",
+            f"/admin/reviews/reviewrequest/?{owner_filter}",
+        ),
+        (
+            "admin review requests, location filter",
+            "admin list",
+            "staff",
+            f"/admin/reviews/reviewrequest/?{owner_filter}&location={{{location}}}",
+        ),
+        (
+            "admin review requests, default location filter",
+            "admin list",
+            "staff",
+            f"/admin/reviews/reviewrequest/?{owner_filter}&location={{{default}}}",
+        ),
+        (
+            "admin review requests, waiting for a site",
+            "admin list",
+            "staff",
+            f"/admin/reviews/reviewrequest/?{owner_filter}&waiting=site",
         ),
         ("admin messages", "admin list", "staff", "/admin/reviews/message/"),
         ("admin messages, search", "admin list", "staff", f"/admin/reviews/message/?q={email}"),
@@ -315,10 +430,30 @@ def pages(owner_id: str, size: int) -> list[tuple[str, str, str, str]]:
             "staff",
             "/admin/reviews/message/?status__exact=failed",
         ),
+        (
+            "admin messages, location filter",
+            "admin list",
+            "staff",
+            f"/admin/reviews/message/?{owner_filter}&location={{{location}}}",
+        ),
+        (
+            "admin contacts, location filter",
+            "admin list",
+            "staff",
+            f"/admin/reviews/contact/?{owner_filter}&location={{{location}}}",
+        ),
+        (
+            "admin clicks, location filter",
+            "admin list",
+            "staff",
+            f"/admin/reviews/click/?{owner_filter}&location={{{location}}}",
+        ),
     ]
 
 
 SAMPLE = 777  # the contact the searches and the detail page look for (an old one)
+# The measured manager's two locations: the sample's (SAMPLE % LOCATIONS) and the next.
+MANAGER_LOCATIONS = (SAMPLE % LOCATIONS, (SAMPLE + 1) % LOCATIONS)
 
 
 def _request(g: int) -> str:
@@ -405,10 +540,11 @@ def measure(tree: Tree, size: int, repeat: int) -> dict:
     staff = User(email="staff@bench.example", is_staff=True, is_superuser=True)
     staff.set_unusable_password()
     staff.save()
-    owner, admin = Client(), Client()
+    owner, manager, admin = Client(), Client(), Client()
     owner.force_login(User.objects.get(pk=tree.owner_id))
+    manager.force_login(User.objects.get(email=MANAGER_EMAIL))
     admin.force_login(staff)
-    clients = {"owner": owner, "staff": admin}
+    clients = {"owner": owner, "manager": manager, "staff": admin}
     results = {}
     for name, kind, who, url in pages(tree.owner_id, size):
         url = _resolve(url, tree.owner_id)

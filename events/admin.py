@@ -1,12 +1,25 @@
 """Staff views of webhooks: subscriptions (secrets never shown), deliveries with a "redeliver"
-action, events read-only."""
+action, events read-only. Each list filters by account (``accounts.admin.AccountFilter``);
+subscriptions also by location (one that names none receives every location's events).
+Events and deliveries carry no location of their own: an event's ``data`` names it for the
+receiver."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from accounts.admin import AccountFilter, LocationFilter
+
 from .models import Event, WebhookDelivery, WebhookSubscription
 from .services import webhook_deliveries_redeliver, webhook_subscription_delete
+
+
+class DeliveryAccountFilter(AccountFilter):
+    field = "subscription__owner"
+
+
+class SubscriptionLocationFilter(LocationFilter):
+    null_is_default = False  # no location: every location the subscriber reaches
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -21,8 +34,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 class WebhookSubscriptionAdmin(ReadOnlyAdmin):
     """Owners subscribe through the API; staff look, and may delete."""
 
-    list_display = ("event", "target_url", "owner", "created_at", "failing_since", "disabled_at")
-    list_filter = ("event", ("disabled_at", admin.EmptyFieldListFilter))
+    list_display = (
+        "event",
+        "target_url",
+        "owner",
+        "location",
+        "created_at",
+        "failing_since",
+        "disabled_at",
+    )
+    list_select_related = ("owner", "location")
+    list_filter = (
+        AccountFilter,
+        SubscriptionLocationFilter,
+        "event",
+        ("disabled_at", admin.EmptyFieldListFilter),
+    )
     search_fields = ("target_url", "owner__email")
     exclude = ("secret",)
     readonly_fields = ("owner", "event", "target_url", "created_at", "failing_since")
@@ -48,7 +75,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
         "next_attempt_at",
         "delivered_at",
     )
-    list_filter = ("status", "event__type")
+    list_filter = (DeliveryAccountFilter, "status", "event__type")
     search_fields = ("subscription__target_url", "subscription__owner__email", "event__id")
     list_select_related = ("event", "subscription")
     actions = ["redeliver"]
@@ -92,6 +119,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
 @admin.register(Event)
 class EventAdmin(ReadOnlyAdmin):
     list_display = ("type", "owner", "occurred_at", "id")
-    list_filter = ("type",)
+    list_select_related = ("owner",)
+    list_filter = (AccountFilter, "type")
     search_fields = ("id", "owner__email")
     readonly_fields = ("id", "owner", "type", "occurred_at", "data")

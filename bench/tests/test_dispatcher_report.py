@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bench import dispatcher
-from reviews.models import Message
-from tests.factories import UserFactory
+from reviews.models import Channel, Message
+from tests.factories import ReviewRequestFactory, UserFactory
 from tests.support.fake_providers import Call
 
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -151,7 +151,19 @@ def quick_settle(monkeypatch):
 
 
 def _phase(owner, count):
-    ids = dispatcher._preload(owner, count, first_due=T0, spacing=0)
+    """``count`` due SMS rows, as a phase's preload leaves them."""
+    ids = [
+        str(
+            Message.objects.create(
+                review_request=ReviewRequestFactory(contact__owner=owner),
+                step=0,
+                channel=Channel.SMS,
+                status=Message.Status.PENDING,
+                due_at=T0,
+            ).pk
+        )
+        for _ in range(count)
+    ]
     return ids, Message.objects.filter(pk__in=ids)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import F, Q
 
+from accounts.admin import AccountFilter, LocationFilter, location_name
 from contact_input.normalize import is_uuid
 from core.pagination import EstimatedCountPaginator
 
@@ -72,49 +73,71 @@ def contact_or_id_search(search: str, *, prefix: str) -> Q:
     return selectors.contact_search(search=search, prefix=prefix)
 
 
-class OwnerFilter(admin.SimpleListFilter):
+class OwnerFilter(AccountFilter):
     """The business, typed (an e-mail, with the browser's completion from the list of
     businesses) rather than a link per owner found by ``SELECT DISTINCT owner_id`` over the
-    whole table. ``?owner=`` takes the owner's e-mail or id."""
+    whole table. ``?owner=`` takes the owner's e-mail or id; ``field``: the row's path to it."""
 
     title = "business"
-    parameter_name = "owner"
-    template = "admin/reviews/owner_filter.html"
-    field = "owner"
 
-    def __init__(self, request, params, model, model_admin):
-        super().__init__(request, params, model, model_admin)
-        # The other filters and the search, kept by the filter's own form.
-        self.kept_params = [
-            (name, value)
-            for name, values in request.GET.lists()
-            if name not in {self.parameter_name, "p", "e"}
-            for value in values
-        ]
+    def accounts(self):
+        return business_owners()
 
-    def lookups(self, request, model_admin):
-        return [
-            (owner.email, owner.business_name or owner.email)
-            for owner in business_owners().only("email", "business_name")
-        ]
 
-    def has_output(self) -> bool:
-        return True
+def by_account_and_location(
+    *, account: str = "owner", location: str = "location", null_is_default: bool = True
+) -> tuple[type[OwnerFilter], type[LocationFilter]]:
+    """The filters of a list of per-location rows: the business (``?owner=``), then one of its
+    locations (``?location=``), for rows whose paths to them are ``account`` and ``location``
+    (e.g. ``review_request__owner``)."""
 
-    def owner_id(self):
-        value = (self.value() or "").strip()
-        if is_uuid(value):
-            return value
-        owner = User.objects.with_email(value).only("pk").first()
-        return owner.pk if owner else None
+    class ByAccount(OwnerFilter):
+        field = account
 
-    def queryset(self, request, queryset):
-        if not self.value():
-            return queryset
-        owner_id = self.owner_id()
-        if owner_id is None:
-            return queryset.none()
-        return queryset.filter(**{f"{self.field}_id": owner_id})
+    class ByLocation(LocationFilter):
+        field = location
+        account_field = account
+
+    ByLocation.null_is_default = null_is_default
+    return ByAccount, ByLocation
+
+
+class LocationColumn:
+    """A "location" column on a list of rows that belong to a location: the location's name
+    (a row with no location: its account's default location's, ``location_name``), read for the
+    page's rows in one query after the page is chosen, so the list's count and the page's query
+    stay as they were. ``location_paths``: the row's paths to its account and its location."""
+
+    location_paths = ("owner", "location")
+    # What a row with no location is at, when it is not its account's default location (a
+    # message template with no location is the account's wording, for every location).
+    null_location_label: str | None = None
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if changelist is not None:
+            self.describe_rows(list(changelist.result_list))
+        return response
+
+    def describe_rows(self, rows: list) -> None:
+        """Set what the page shows about each row's location (``location_label``)."""
+        if not rows:
+            return
+        account, location = self.location_paths
+        label = (
+            location_name(account=account, location=location)
+            if self.null_location_label is None
+            else F(f"{location}__name")
+        )
+        page = self.model.objects.filter(pk__in=[row.pk for row in rows])  # type: ignore[attr-defined]
+        labels = dict(page.annotate(location_label=label).values_list("pk", "location_label"))
+        for row in rows:
+            row.location_label = labels.get(row.pk) or self.null_location_label
+
+    @admin.display(description="location")
+    def location_column(self, obj) -> str:
+        return getattr(obj, "location_label", None) or "-"
 
 
 class ReadOnlyInline:

@@ -3,6 +3,8 @@ preview)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
@@ -10,9 +12,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import path, reverse
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from accounts.admin import UserAdmin
+from accounts.admin import LocationInline, MemberInline, UserAdmin
 from accounts.validators import validate_region, validate_time_zone
 from contact_input.normalize import is_uuid
 
@@ -26,7 +29,7 @@ from ..models import (
 )
 from ..rendering import preview_message
 from ..services.business import POLICY_FIELDS, PROFILE_FIELDS
-from .base import BACKOFFICE_CSS, ReadOnlyInline
+from .base import BACKOFFICE_CSS, LocationColumn, ReadOnlyInline, by_account_and_location
 
 User = get_user_model()
 
@@ -131,13 +134,14 @@ class BusinessSettingsInline(ReadOnlyInline, admin.StackedInline):
 
 class ReviewSiteInline(ReadOnlyInline, admin.TabularInline):
     model = ReviewSite
-    fields = ("position", "label", "kind", "url")
+    fields = ("location", "position", "label", "kind", "url")
     readonly_fields = fields
+    ordering = ("location__position", "position", "created_at")
 
 
 class MessageTemplateInline(ReadOnlyInline, admin.TabularInline):
     model = MessageTemplate
-    fields = ("channel", "step", "subject", "body", "segments")
+    fields = ("location", "channel", "step", "subject", "body", "segments")
     readonly_fields = fields
     verbose_name_plural = "own message wording (defaults apply to every other step)"
 
@@ -147,20 +151,42 @@ class MessageTemplateInline(ReadOnlyInline, admin.TabularInline):
         return str(count) if count else "-"
 
 
+class LocationWithRequestsInline(LocationInline):
+    """The account's locations, each with links to its review requests and to the page that
+    moves them to another location."""
+
+    fields = [*LocationInline.fields, "review_requests"]
+    readonly_fields = [*LocationInline.readonly_fields, "review_requests"]
+
+    @admin.display(description="review requests")
+    def review_requests(self, obj):
+        if obj is None or obj._state.adding:
+            return "-"
+        query = urlencode({"owner": obj.account_id, "location": obj.pk})
+        move = urlencode({"owner": obj.account_id, "from": obj.pk})
+        return format_html(
+            '<a href="{}?{}">List</a> · <a href="{}?{}">Move them to another location</a>',
+            reverse("admin:reviews_reviewrequest_changelist"),
+            query,
+            reverse("admin:reviews_reviewrequest_move"),
+            move,
+        )
+
+
 admin.site.unregister(User)
 
 
 @admin.register(User)
 class BusinessAdmin(UserAdmin):
-    """Owners with everything about their business on one page: profile (here), review
-    settings, review sites and their own wording (each editable on its own page)."""
+    """Owners with everything about their business on one page: profile (here), its
+    locations and members (``accounts.admin``), review settings, review sites and their own
+    wording (each editable on its own page). ``UserAdmin.get_inlines`` shows them on an
+    account's page only: the add page creates the login alone (its settings come with the
+    defaults on first use; read-only inlines there would demand formset data the form never
+    sends), and a member has none of their own."""
 
+    account_inlines = [LocationWithRequestsInline, MemberInline]
     inlines = [BusinessSettingsInline, ReviewSiteInline, MessageTemplateInline]
-
-    def get_inlines(self, request, obj):
-        # The add page creates the login only (its settings come with the defaults on first
-        # use); read-only inlines there would demand formset data the form never sends.
-        return self.inlines if obj is not None else []
 
 
 class _ReviewSiteForm(forms.ModelForm):
@@ -194,15 +220,20 @@ class _ReviewSiteForm(forms.ModelForm):
             position.help_text = "Blank: where it is."
 
 
+SITE_FILTERS = by_account_and_location()
+# A template with no location is the account's wording (every location without its own).
+TEMPLATE_FILTERS = by_account_and_location(null_is_default=False)
+
+
 @admin.register(ReviewSite)
-class ReviewSiteAdmin(admin.ModelAdmin):
+class ReviewSiteAdmin(LocationColumn, admin.ModelAdmin):
     """Add, change and delete through the portal's services: the same validation and defaults,
     and a first site releases the requests held while the business listed none."""
 
     form = _ReviewSiteForm
-    list_display = ("label", "kind", "url", "owner", "position")
+    list_display = ("label", "kind", "url", "owner", "location_column", "position")
     list_select_related = ("owner",)
-    list_filter = ("kind",)
+    list_filter = (*SITE_FILTERS, "kind")
     search_fields = ("label", "url", "owner__email", "owner__business_name")
     raw_id_fields = ("owner",)
     fields = ("owner", "url", "label", "kind_from_link", "position")
@@ -252,7 +283,7 @@ class _TemplateForm(forms.ModelForm):
 
 
 @admin.register(MessageTemplate)
-class MessageTemplateAdmin(admin.ModelAdmin):
+class MessageTemplateAdmin(LocationColumn, admin.ModelAdmin):
     """A business's own wording per step. The form runs ``MessageTemplate.clean`` (merge
     fields, review link, business name, STOP line) and saves through
     ``message_template_save`` (deletes through ``message_template_reset``); the preview beside
@@ -260,9 +291,10 @@ class MessageTemplateAdmin(admin.ModelAdmin):
     count, or the e-mail), as staff type."""
 
     form = _TemplateForm
-    list_display = ("owner", "channel", "step", "subject", "segments")
+    null_location_label = "All locations (the account's wording)"
+    list_display = ("owner", "location_column", "channel", "step", "subject", "segments")
     list_select_related = ("owner",)
-    list_filter = ("channel", "step")
+    list_filter = (*TEMPLATE_FILTERS, "channel", "step")
     search_fields = ("owner__email", "owner__business_name", "body")
     raw_id_fields = ("owner",)
     readonly_fields = ("segments", "preview", "created_at", "updated_at")

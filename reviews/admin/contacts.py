@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
+
+from accounts.access import locations_q
+from accounts.admin import LocationFilter
 
 from .. import services
 from ..models import (
@@ -67,6 +71,21 @@ class OptedOutFilter(admin.SimpleListFilter):
         }.get(self.value(), queryset)
 
 
+class ContactLocationFilter(LocationFilter):
+    """A contact is at the locations of its requests (as a member sees it,
+    ``reviews.selectors.contacts_visible``): the contacts with a request at the location."""
+
+    def location_condition(
+        self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
+    ) -> Q:
+        at = ReviewRequest.objects.filter(
+            locations_q([location_id], default_location_id=default_id, field="location"),
+            owner=account_id,
+            contact=OuterRef("pk"),
+        )
+        return Q(Exists(at), owner=account_id)
+
+
 class ImportForm(forms.Form):
     owner = forms.EmailField(
         label="Business (login e-mail)", help_text="The owner the contacts are added for."
@@ -103,6 +122,7 @@ class ContactAdmin(BigTableAdmin):
     )
     list_filter = (
         OwnerFilter,
+        ContactLocationFilter,
         ChannelFilter,
         OptedOutFilter,
         "source",

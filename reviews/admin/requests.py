@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+from urllib.parse import urlencode
 
-from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import get_connection
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.safestring import mark_safe
 
+from accounts.admin import account_id_for, location_name
+from accounts.models import Location, User
 from contact_input.normalize import is_uuid, normalize_phone
 from providers.email import provider_name as email_provider_name
 
@@ -28,12 +34,20 @@ from ..models import (
 from .base import (
     BACKOFFICE_CSS,
     BigTableAdmin,
+    LocationColumn,
     OwnerFilter,
     ReadOnlyAdmin,
     ReadOnlyInline,
+    by_account_and_location,
     contact_or_id_search,
     report_refusals,
 )
+
+# The filters of lists whose rows belong to a review request.
+BY_REQUEST_ACCOUNT, BY_REQUEST_LOCATION = by_account_and_location(
+    account="review_request__owner", location="review_request__location"
+)
+BY_ACCOUNT, BY_LOCATION = by_account_and_location()
 
 # --- Review requests and their messages ------------------------------------------------------
 
@@ -57,19 +71,60 @@ class MessageInline(ReadOnlyInline, admin.TabularInline):
     readonly_fields = fields
 
 
+class MoveRequestsForm(forms.Form):
+    """The two locations of a move, among the account's own."""
+
+    from_location = forms.ModelChoiceField(
+        queryset=Location.objects.none(), label="Move every review request of"
+    )
+    to_location = forms.ModelChoiceField(queryset=Location.objects.none(), label="to")
+
+    def __init__(self, *args, owner, **kwargs):
+        super().__init__(*args, **kwargs)
+        locations = Location.objects.filter(account=owner).order_by("position", "created_at")
+        self.fields["from_location"].queryset = locations
+        self.fields["to_location"].queryset = locations
+
+
+class WaitingFilter(admin.SimpleListFilter):
+    """Active requests that wait for a review site: their location (no location: the
+    account's default) lists none (``ReviewSite.listed_for_row``)."""
+
+    title = "waiting"
+    parameter_name = "waiting"
+
+    def lookups(self, request, model_admin):
+        return (("site", "For a review site (its location lists none)"),)
+
+    def queryset(self, request, queryset):
+        if self.value() != "site":
+            return queryset
+        return queryset.filter(status__in=ReviewRequest.ACTIVE_STATUSES).filter(
+            ~ReviewSite.listed_for_row()
+        )
+
+
 @admin.register(ReviewRequest)
-class ReviewRequestAdmin(BigTableAdmin):
+class ReviewRequestAdmin(LocationColumn, BigTableAdmin):
     list_display = (
         "id",
         "contact",
         "owner",
+        "location_column",
         "status_shown",
         "scheduled_for",
         "sent_at",
         "ended_reason",
         "created_at",
     )
-    list_filter = ("status", OwnerFilter, "ended_reason", ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        "status",
+        BY_ACCOUNT,
+        BY_LOCATION,
+        WaitingFilter,
+        "ended_reason",
+        ("created_at", admin.DateFieldListFilter),
+    )
     list_select_related = ("contact", "owner")
     search_fields = ("id", "contact__email_normalized", "contact__phone", "contact__first_name")
     search_help_text = (
@@ -85,17 +140,93 @@ class ReviewRequestAdmin(BigTableAdmin):
     def search_condition(self, search: str) -> Q:
         return contact_or_id_search(search, prefix="contact__")
 
-    def get_queryset(self, request):
-        sites = ReviewSite.objects.filter(owner_id=OuterRef("owner_id"))
-        return super().get_queryset(request).annotate(owner_lists_site=Exists(sites))
+    def describe_rows(self, rows: list) -> None:
+        """The page's rows' location names and whether each one's location lists a review
+        site, in one query."""
+        if not rows:
+            return
+        page = ReviewRequest.objects.filter(pk__in=[row.pk for row in rows]).annotate(
+            location_label=location_name(), location_lists_site=ReviewSite.listed_for_row()
+        )
+        found = {
+            pk: (label, listed)
+            for pk, label, listed in page.values_list("pk", "location_label", "location_lists_site")
+        }
+        for row in rows:
+            row.location_label, row.location_lists_site = found.get(row.pk, (None, True))
 
     @admin.display(description="status", ordering="status")
     def status_shown(self, obj):
-        """The status, and why a scheduled request does not go out: its business lists no
+        """The status, and why a scheduled request does not go out: its location lists no
         review site (``Message.hold_reason``)."""
-        if obj.is_active and not obj.owner_lists_site:
+        if obj.is_active and not getattr(obj, "location_lists_site", True):
             return f"{obj.get_status_display()}: waiting for a review site"
         return obj.get_status_display()
+
+    # --- Moving a location's requests (``location_requests_move``) -----------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "move/",
+                self.admin_site.admin_view(self.move_view),
+                name="reviews_reviewrequest_move",
+            ),
+            *super().get_urls(),
+        ]
+
+    def move_view(self, request: HttpRequest) -> HttpResponse:
+        """Move every request of one location to another location of the same account:
+        choose the account (``?owner=``, an e-mail or id), then the two locations; a
+        confirmation page shows how many requests would move and how many stay (their contact
+        already has an active request there); confirmed, ``location_requests_move`` runs and
+        the admin log records it on the location moved from."""
+        if not self.has_staff_action_permission(request):
+            raise PermissionDenied
+        data = request.POST if request.method == "POST" else request.GET
+        owner_id = account_id_for(data.get("owner", ""))
+        owner = User.objects.filter(pk=owner_id, account__isnull=True).first() if owner_id else None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Move a location's review requests",
+            "opts": self.opts,
+            "owner": owner,
+            "owner_value": data.get("owner", ""),
+        }
+        if owner is None:
+            return TemplateResponse(request, "admin/reviews/move_requests.html", context)
+        form = MoveRequestsForm(
+            request.POST if request.method == "POST" else None,
+            owner=owner,
+            initial={"from_location": request.GET.get("from")},
+        )
+        context["form"] = form
+        if request.method != "POST" or not form.is_valid():
+            return TemplateResponse(request, "admin/reviews/move_requests.html", context)
+        source, target = form.cleaned_data["from_location"], form.cleaned_data["to_location"]
+        try:
+            if request.POST.get("confirm") != "yes":
+                context["preview"] = selectors.location_requests_move_preview(
+                    owner=owner, from_location_id=source.pk, to_location_id=target.pk
+                )
+                return TemplateResponse(request, "admin/reviews/move_requests.html", context)
+            done = services.location_requests_move(
+                owner=owner, from_location_id=source.pk, to_location_id=target.pk
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+            return TemplateResponse(request, "admin/reviews/move_requests.html", context)
+        summary = (
+            f"Moved {done.moved} review requests from {source.name} to {target.name}; "
+            f"left {done.left} at {source.name} (their contact has an active request at "
+            f"{target.name})."
+        )
+        self.log_change(request, source, summary)
+        self.message_user(request, summary, messages.SUCCESS)
+        changelist = reverse("admin:reviews_reviewrequest_changelist")
+        return HttpResponseRedirect(
+            f"{changelist}?{urlencode({'owner': owner.email, 'location': target.pk})}"
+        )
 
     @admin.display(description="timeline")
     def timeline(self, obj):
@@ -177,12 +308,14 @@ class ProviderFilter(admin.SimpleListFilter):
 
 
 @admin.register(Message)
-class MessageAdmin(BigTableAdmin):
+class MessageAdmin(LocationColumn, BigTableAdmin):
     """Every outbound message row. Resend goes through ``message_resend``: the row goes back
     to pending and the dispatcher and a send task claim it like any other."""
 
+    location_paths = ("review_request__owner", "review_request__location")
     list_display = (
         "review_request",
+        "location_column",
         "step",
         "channel",
         "status",
@@ -194,7 +327,14 @@ class MessageAdmin(BigTableAdmin):
         "sent_at",
         "created_at",
     )
-    list_filter = ("status", "channel", ProviderFilter, ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        "status",
+        "channel",
+        ProviderFilter,
+        BY_REQUEST_ACCOUNT,
+        BY_REQUEST_LOCATION,
+        ("created_at", admin.DateFieldListFilter),
+    )
     list_select_related = ("review_request",)
     search_fields = ("id", "review_request__id", "provider_message_id", "to_address")
     search_help_text = (
@@ -256,9 +396,23 @@ class MessageAdmin(BigTableAdmin):
 
 
 @admin.register(Click)
-class ClickAdmin(BigTableAdmin):
-    list_display = ("created_at", "review_request", "url", "counted", "ignored_reason")
-    list_filter = ("counted", "ignored_reason", ("created_at", admin.DateFieldListFilter))
+class ClickAdmin(LocationColumn, BigTableAdmin):
+    location_paths = ("review_request__owner", "review_request__location")
+    list_display = (
+        "created_at",
+        "review_request",
+        "location_column",
+        "url",
+        "counted",
+        "ignored_reason",
+    )
+    list_filter = (
+        BY_REQUEST_ACCOUNT,
+        BY_REQUEST_LOCATION,
+        "counted",
+        "ignored_reason",
+        ("created_at", admin.DateFieldListFilter),
+    )
     search_fields = ("review_request__id",)
     search_help_text = "The review request's id."
 
@@ -267,17 +421,23 @@ class ClickAdmin(BigTableAdmin):
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "review_request", "text")
+class FeedbackAdmin(LocationColumn, ReadOnlyAdmin):
+    location_paths = ("review_request__owner", "review_request__location")
+    list_display = ("created_at", "review_request", "location_column", "text")
     search_fields = ("text", "review_request__owner__email")
-    list_filter = (("created_at", admin.DateFieldListFilter),)
+    list_filter = (
+        BY_REQUEST_ACCOUNT,
+        BY_REQUEST_LOCATION,
+        ("created_at", admin.DateFieldListFilter),
+    )
 
 
 @admin.register(OptOutEvent)
 class OptOutEventAdmin(BigTableAdmin):
     """The consent audit: read-only, kept OPT_OUT_AUDIT_RETENTION_DAYS. Newest first on its
-    ``created_at`` index; the business typed (``OwnerFilter``); the other filters fixed
-    choices; the search an exact address (``reviews_optout_search``)."""
+    ``created_at`` index; the business typed (``OwnerFilter``), no location (an opt-out holds
+    across the whole account, whichever location's message it answered); the other filters
+    fixed choices; the search an exact address (``reviews_optout_search``)."""
 
     list_display = ("created_at", "owner", "channel", "action", "source", "address")
     list_select_related = ("owner",)

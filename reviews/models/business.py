@@ -15,7 +15,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from accounts.access import locations_q
 from accounts.models import Location
@@ -139,6 +140,35 @@ class ReviewSite(models.Model):
         """Whether ``location`` lists at least one review site: no review request or follow-up
         of it goes out before it does (``Message.hold_reason``)."""
         return ReviewSite.of_location(owner_id, location).exists()
+
+    @staticmethod
+    def listed_for_row(*, owner: str = "owner", location: str = "location") -> Exists:
+        """Whether the location of the outer query's row lists at least one review site, as an
+        expression to annotate or filter by (the admin's lists): ``owner`` and ``location`` are
+        the row's paths to its account and its location (NULL: the account's default, whose
+        sites include those with no location). The rule of ``listed_at``, per row."""
+
+        def default_location(account: OuterRef) -> Subquery:
+            first = Location.objects.filter(account=account).order_by("position", "created_at")
+            return Subquery(first.values("pk")[:1], output_field=models.UUIDField())
+
+        uuid_field = models.UUIDField()
+        sites = (
+            ReviewSite.objects.filter(owner=OuterRef(owner))
+            .annotate(
+                site_location=Coalesce(
+                    "location", default_location(OuterRef("owner")), output_field=uuid_field
+                )
+            )
+            .filter(
+                site_location=Coalesce(
+                    OuterRef(location),
+                    default_location(OuterRef(OuterRef(owner))),
+                    output_field=uuid_field,
+                )
+            )
+        )
+        return Exists(sites)
 
     @staticmethod
     def kind_for_url(url: str) -> str | None:

@@ -13,6 +13,8 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from accounts.access import Access, location_q, locations_q
+from accounts.models import User
+from accounts.services import location_rows
 from contact_input.normalize import email_search_text, normalize_email, normalize_phone
 
 from ..models import (
@@ -142,6 +144,66 @@ def contacts_visible(*, access: Access) -> QuerySet[Contact]:
         location_q(access), owner=access.owner, contact=OuterRef("pk")
     )
     return contacts.filter(Exists(requests))
+
+
+def review_requests_held_back_at(requests: QuerySet[ReviewRequest], *, at: Q) -> QuerySet:
+    """The active requests among ``requests`` whose contact already has an active request at
+    the location whose rows ``at`` selects (``locations_q``): the ones a move there must leave
+    in place, since a contact has one active request per location (a partial unique
+    constraint). An ended request never is: it may join any number of others."""
+    active_there = ReviewRequest.objects.filter(
+        at, contact=OuterRef("contact"), status__in=ReviewRequest.ACTIVE_STATUSES
+    )
+    return requests.filter(status__in=ReviewRequest.ACTIVE_STATUSES).filter(Exists(active_there))
+
+
+@dataclass(frozen=True)
+class RequestsMove:
+    """What moving a location's requests to another location does (``moved``) or would do:
+    how many requests go, and how many stay (``left``: active, and their contact already has
+    an active request at the target, ``review_requests_held_back_at``)."""
+
+    moved: int
+    left: int
+
+
+@dataclass(frozen=True)
+class MoveEnds:
+    """The two locations of a move of requests, each with the condition on the rows at it."""
+
+    source_id: uuid.UUID
+    source_rows: Q
+    target_id: uuid.UUID
+    target_rows: Q
+    default_id: uuid.UUID
+
+
+def requests_move_ends(
+    *, owner: User, from_location_id: uuid.UUID, to_location_id: uuid.UUID
+) -> MoveEnds:
+    """The locations a move of requests goes from and to: two of the account's, not the same
+    (``ValidationError``); ``Location.DoesNotExist`` for a location that is not the
+    account's."""
+    default_id, _ = location_rows(account=owner, location_id=None)
+    source_id, source_rows = location_rows(account=owner, location_id=from_location_id)
+    target_id, target_rows = location_rows(account=owner, location_id=to_location_id)
+    if source_id == target_id:
+        raise ValidationError("Choose another location to move the requests to.")
+    return MoveEnds(source_id, source_rows, target_id, target_rows, default_id)
+
+
+def location_requests_move_preview(
+    *, owner: User, from_location_id: uuid.UUID, to_location_id: uuid.UUID
+) -> RequestsMove:
+    """What ``reviews.services.location_requests_move`` would do now (the staff's confirmation
+    page): two counts over the source location's requests. Refuses what the move refuses
+    (``requests_move_ends``)."""
+    ends = requests_move_ends(
+        owner=owner, from_location_id=from_location_id, to_location_id=to_location_id
+    )
+    requests = ReviewRequest.objects.filter(ends.source_rows, owner=owner)
+    left = review_requests_held_back_at(requests, at=ends.target_rows).count()
+    return RequestsMove(moved=requests.count() - left, left=left)
 
 
 def review_requests_of(

@@ -29,7 +29,9 @@ logs, metrics and stored rows carry), never a class of string constants:
   (``location_settings_update``), review sites per location (add, update, remove, move,
   reorder; ``messages_release_waiting`` when a location's first site arrives), message wording
   (the account's or a location's), and pinning rows with no location before the default
-  location changes (``location_rows_pin``).
+  location changes (``location_rows_pin``);
+* ``locations``: ``location_requests_move`` (staff: a location's requests to another location of
+  the account, in batches).
 """
 
 from .business import (
@@ -56,6 +58,7 @@ from .dispatch import (
 )
 from .engagement import click_record, feedback_leave, feedback_notify_owner
 from .imports import ImportFileError, ImportReport, contacts_import
+from .locations import location_requests_move
 from .opt_outs import (
     contact_email_unsubscribe,
     contacts_opt_in,
@@ -106,6 +109,7 @@ __all__ = [
     "email_event_record",
     "feedback_leave",
     "feedback_notify_owner",
+    "location_requests_move",
     "location_rows_pin",
     "location_settings_update",
     "message_provider_status_apply",

@@ -12,9 +12,10 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.models import Location
 from reviews.models import Contact, Message, ReviewRequest
 from reviews.services import contact_add
-from tests.factories import ContactFactory, UserFactory
+from tests.factories import ContactFactory, LocationFactory, ReviewSiteFactory, UserFactory
 from tests.support.contacts import contact_input
 from tests.support.delivery import new_phone
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
@@ -136,3 +137,57 @@ def activity(business):
     other = UserFactory(business_name="Other Co")
     add_request(other, email="elsewhere@example.com", created_at=now - timedelta(days=4))
     return {"now": now, "requests": made}
+
+
+def add_at(owner, location, *, created_at: datetime, **contact) -> ReviewRequest:
+    """A review request through ``contact_add`` at ``location`` (``None``: the default),
+    backdated to ``created_at``."""
+    request = contact_add(
+        owner=owner,
+        data=contact_input(owner, contact),
+        location_id=location.pk if location is not None else None,
+    ).review_request
+    ReviewRequest.objects.filter(pk=request.pk).update(
+        created_at=created_at, scheduled_for=created_at
+    )
+    Message.objects.filter(review_request=request, step=0).update(due_at=created_at)
+    request.refresh_from_db()
+    return request
+
+
+@pytest.fixture
+def places(business):
+    """The business with a second location (the pier) and events at both over the last days,
+    some in the last minutes (live, when the rollup closed its hours before them). At home (the
+    default): four requests, one of them with no location (as rows written before locations
+    are: the default's), two sent, one clicked, one failed (``bounced``). At the pier: three
+    requests, one sent, one failed (``spam``), one opted out (an opt-out event: the
+    business's). Another business has a request too."""
+    now = timezone.now()
+    home = Location.objects.get(account=business, position=0)
+    pier = LocationFactory(account=business, name="Pier")
+    ReviewSiteFactory(owner=business, location=pier, url="https://g.page/r/pier/review")
+    ago = {n: now - timedelta(days=n) for n in (1, 2, 3, 5)}
+    recent = now - timedelta(minutes=2)
+    at_home = [
+        add_at(business, None, created_at=ago[5], email="h0@example.com"),
+        add_at(business, home, created_at=ago[3], email="h1@example.com"),
+        add_at(business, home, created_at=ago[2], email="h2@example.com"),
+        add_at(business, home, created_at=recent, email="h3@example.com"),
+    ]
+    ReviewRequest.objects.filter(pk=at_home[0].pk).update(location=None)
+    send_first(at_home[0], at=ago[5] + timedelta(minutes=5), delivered=True)
+    click(at_home[0], at=ago[3])
+    send_first(at_home[1], at=ago[3] + timedelta(minutes=5))
+    fail(at_home[2], at=ago[2], code="bounced", error="Hard bounce")
+    at_pier = [
+        add_at(business, pier, created_at=ago[3], email="p0@example.com"),
+        add_at(business, pier, created_at=ago[1], email="p1@example.com"),
+        add_at(business, pier, created_at=recent, mobile_phone_number=new_phone()),
+    ]
+    send_first(at_pier[0], at=ago[3] + timedelta(minutes=5), delivered=True)
+    fail(at_pier[1], at=ago[1], code="spam", error="Spam complaint")
+    opt_out(at_pier[2], at=now - timedelta(minutes=1))
+    other = UserFactory(business_name="Other Co")
+    add_request(other, email="elsewhere@example.com", created_at=ago[2])
+    return {"now": now, "home": home, "pier": pier}

@@ -21,7 +21,8 @@ from activity.services import (
 )
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
-from tests.factories import UserFactory
+from tests.activity.conftest import hour_start
+from tests.factories import LocationFactory, UserFactory
 from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 from tests.support.scale_data import plan_nodes
@@ -145,3 +146,129 @@ def test_the_all_time_funnel_reads_index_ranges_of_days_and_hours(business):
             if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
         ]
         assert not seq, (query["sql"], plan)
+
+
+# --- By location ----------------------------------------------------------------------------------
+
+
+def stages(numbers) -> tuple:
+    return tuple(getattr(numbers, field) for field in owner_dashboard.FUNNEL_SERIES)
+
+
+@pytest.mark.parametrize("rolled_up", [False, True])
+def test_the_funnel_and_the_chart_of_each_location_add_up_to_the_business(
+    business, places, rolled_up
+):
+    """Per location and over all, from the base tables only, and from the rollup's closed
+    hours with the last minutes read live (filtered the same way)."""
+    home, pier = places["home"].pk, places["pier"].pk
+    if rolled_up:
+        activity_rollup_rebuild(now=places["now"] - timedelta(hours=3))
+        closed_until = ActivityRollupState.objects.get().closed_until
+        assert closed_until == hour_start(places["now"] - timedelta(hours=3))
+    for days in (7, 30, None):
+        whole = funnel(owner=business, days=days)
+        at_home = funnel(owner=business, days=days, location_ids=[home])
+        at_pier = funnel(owner=business, days=days, location_ids=[pier])
+        # (added, sent, delivered, clicked, failed, opted out)
+        assert stages(whole) == (7, 3, 2, 1, 2, 1)
+        assert stages(at_home) == (4, 2, 1, 1, 1, 0)
+        assert stages(at_pier) == (3, 1, 1, 0, 1, 1)
+        assert funnel(owner=business, days=days, location_ids=[home, pier]) == whole
+        assert stages(funnel(owner=business, days=days, location_ids=[])) == (0,) * 6
+
+        charts = [
+            {s.key: s.counts for s in activity(owner=business, days=days, location_ids=ids).series}
+            for ids in (None, [home], [pier])
+        ]
+        for key, counts in charts[0].items():
+            assert counts == [a + b for a, b in zip(charts[1][key], charts[2][key], strict=True)]
+        assert sum(charts[2]["opted_out"]) == 1 and sum(charts[1]["opted_out"]) == 0
+        assert sum(charts[2]["scheduled"]) == 3 and sum(charts[1]["scheduled"]) == 4
+
+
+def test_a_location_of_another_business_counts_nothing(business, places):
+    elsewhere = LocationFactory(account=UserFactory(business_name="Elsewhere"))
+    activity_rollup_rebuild(now=places["now"] - timedelta(hours=3))
+    assert stages(funnel(owner=business, days=30, location_ids=[elsewhere.pk])) == (0,) * 6
+    chart = activity(owner=business, days=30, location_ids=[elsewhere.pk])
+    assert not any(sum(s.counts) for s in chart.series)
+
+
+def test_a_business_with_one_location_sees_the_same_numbers(business, activity):
+    """Its only location, or the whole business: the numbers it saw before locations, with
+    requests written before them (no location) and after (the default's id)."""
+    made = activity["requests"]
+    ReviewRequest.objects.filter(pk__in=[r.pk for r in made[::2]]).update(location=None)
+    only = [business.account_locations.get().pk]
+    periods = (1, 7, 30, 90, None)
+    before = [
+        (funnel(owner=business, days=days), owner_dashboard.activity(owner=business, days=days))
+        for days in periods
+    ]
+    assert before[-1][0].added == 12
+    for rebuild_at in (activity["now"] - timedelta(hours=3), None):
+        activity_rollup_rebuild(now=rebuild_at)
+        for ids in (None, only):
+            assert [
+                (
+                    funnel(owner=business, days=days, location_ids=ids),
+                    owner_dashboard.activity(owner=business, days=days, location_ids=ids),
+                )
+                for days in periods
+            ] == before
+
+
+@pytest.mark.postgres
+def test_a_locations_all_time_funnel_reads_index_ranges(business):
+    """Two years of a business with three locations (rows with no location among the
+    default's) and other businesses in both levels of the rollup: the funnel of the default
+    location and of another one reads index ranges, never a whole table."""
+    two_years_ago = timezone.now() - timedelta(days=730)
+    add_request(business, email="first@example.com", created_at=two_years_ago)
+    activity_rollup_rebuild()
+    home = business.account_locations.get()
+    places = [home, *(LocationFactory(account=business) for _ in range(2))]
+    owners = [UserFactory(business_name=f"B{n}") for n in range(20)]
+    end = ActivityRollupState.objects.get().closed_until
+    metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
+    where = [(business, None), *((business, p) for p in places), *((o, None) for o in owners)]
+    ActivityDailyRollup.objects.bulk_create(
+        (
+            ActivityDailyRollup(
+                owner=o, location=p, day=(end - timedelta(days=d)).date(), metric=m, count=9
+            )
+            for o, p in where
+            for d in range(1, 730)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    ActivityRollup.objects.bulk_create(
+        (
+            ActivityRollup(owner=o, location=p, hour=end - timedelta(hours=h), metric=m, count=1)
+            for o, p in where
+            for h in range(1, 48)  # the hours around the whole days: the last ones
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        for model in (ActivityRollup, ActivityDailyRollup):
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
+    for chosen in (home, places[1]):
+        with CaptureQueriesContext(connection) as queries:
+            numbers = owner_dashboard.funnel(owner=business, days=None, location_ids=[chosen.pk])
+        assert numbers.sent > 0
+        for query in queries.captured_queries:
+            with connection.cursor() as cursor:
+                cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
+                (raw,) = cursor.fetchone()
+            plan = json.loads(raw) if isinstance(raw, str) else raw
+            seq = [
+                n["Relation Name"]
+                for n, _ in plan_nodes(plan[0]["Plan"])
+                if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
+            ]
+            assert not seq, (chosen.name, query["sql"], plan)

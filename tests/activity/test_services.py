@@ -10,18 +10,21 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.services import location_move
 from activity import owner_dashboard, selectors
 from activity.dashboard import staff_dashboard
 from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
 from activity.services import (
+    REBUILD_CHUNK,
     REOPEN_HOURS,
+    activity_rollup_pin_default,
     activity_rollup_rebuild,
     activity_rollup_refresh,
 )
 from activity.tasks import refresh_activity_rollup
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
-from tests.activity.conftest import hour_start, numbers
+from tests.activity.conftest import add_at, hour_start, numbers
 from tests.factories import ContactFactory
 from tests.support.contacts import contact_input
 from tests.support.delivery import new_phone
@@ -162,3 +165,162 @@ def test_a_request_opted_out_on_arrival_is_not_scheduled_in_the_rollup(business)
     activity_rollup_rebuild(now=timezone.now() + timedelta(hours=2))
     assert ActivityRollup.objects.filter(metric="opted_out").exists()
     assert not ActivityRollup.objects.filter(metric="scheduled").exists()
+
+
+# --- Locations ------------------------------------------------------------------------------------
+
+
+def per_location(owner, metrics=("scheduled", "sent", "failed", "opted_out", "opt_out")) -> dict:
+    """``{(location id, metric): count}`` of the owner's hourly rollup rows."""
+    totals: dict = {}
+    for location_id, metric, n in ActivityRollup.objects.filter(
+        owner=owner, metric__in=metrics
+    ).values_list("location_id", "metric", "count"):
+        totals[location_id, metric] = totals.get((location_id, metric), 0) + n
+    return totals
+
+
+def rows_with_locations(since: datetime | None = None) -> set[tuple]:
+    hourly, daily = ActivityRollup.objects.all(), ActivityDailyRollup.objects.all()
+    if since is not None:
+        hourly, daily = hourly.filter(hour__gte=since), daily.filter(day__gt=since.date())
+    fields = ("owner_id", "location_id", "metric", "channel", "detail", "count")
+    return set(hourly.values_list("hour", *fields)) | set(daily.values_list("day", *fields))
+
+
+def test_the_refresh_and_the_rebuild_count_each_location_apart(business, places):
+    home, pier = places["home"].pk, places["pier"].pk
+    activity_rollup_rebuild(now=places["now"] + timedelta(hours=1))
+    assert per_location(business) == {
+        # The request with no location stays NULL (the default's), the others are the home's.
+        (None, "scheduled"): 1,
+        (None, "sent"): 1,
+        (home, "scheduled"): 3,
+        (home, "sent"): 1,
+        (home, "failed"): 1,
+        (pier, "scheduled"): 3,
+        (pier, "sent"): 1,
+        (pier, "failed"): 1,
+        (pier, "opted_out"): 1,
+        (None, "opt_out"): 1,  # the opt-out event: the business's, no location
+    }
+    failures = ActivityRollup.objects.filter(owner=business, metric="message_failed")
+    assert set(failures.values_list("location_id", "detail", "count")) == {
+        (home, "bounced", 1),
+        (pier, "spam", 1),
+    }
+    daily = ActivityDailyRollup.objects.filter(owner=business, location_id=pier, metric="scheduled")
+    assert sum(daily.values_list("count", flat=True)) == 3
+
+    # From an empty rollup, the refreshes of the last days write the same rows for their hours.
+    ActivityRollup.objects.all().delete()
+    ActivityDailyRollup.objects.all().delete()
+    ActivityRollupState.objects.all().delete()
+    for days in (3, 2, 1, 0):
+        activity_rollup_refresh(now=places["now"] + timedelta(hours=1) - timedelta(days=days))
+    covered_from = ActivityRollupState.objects.get().covered_from
+    assert covered_from < places["now"] - timedelta(days=5)  # every event of the fixture
+    # Its hours, and its whole days (the first one holds only the hours it covers).
+    ActivityRollup.objects.filter(hour__lt=covered_from).delete()
+    ActivityDailyRollup.objects.filter(day__lte=covered_from.date()).delete()
+    refreshed = rows_with_locations()
+    activity_rollup_rebuild(now=places["now"] + timedelta(hours=1))
+    assert rows_with_locations(since=covered_from) == refreshed
+
+
+def test_hours_marked_to_re_derive_are_re_derived_by_the_refreshes(business, places):
+    """What activity's migration 0002 leaves: the hours rolled up without locations (here every
+    location's counts under NULL, and a row of a request deleted since) marked to re-derive.
+    The dashboards read them from the base tables meanwhile; the refreshes re-derive them,
+    ``REBUILD_CHUNK`` of them each, until the rollup covers everything again, as a rebuild
+    would."""
+    now = places["now"]
+    first = hour_start(now) - timedelta(days=40)
+    activity_rollup_rebuild(now=now - timedelta(hours=3))
+    rebuilt = rows_with_locations()
+    closed_until = ActivityRollupState.objects.get().closed_until
+    scopes = {"all": None, "home": [places["home"].pk], "pier": [places["pier"].pk]}
+
+    def funnels():
+        return {
+            key: owner_dashboard.funnel(owner=business, days=None, location_ids=ids)
+            for key, ids in scopes.items()
+        }
+
+    expected = funnels()
+    # The previous release's rows: the same hours, every location's counts together.
+    old: dict = {}
+    for *key, n in ActivityRollup.objects.values_list(
+        "owner_id", "hour", "metric", "channel", "detail", "count"
+    ):
+        old[tuple(key)] = old.get(tuple(key), 0) + n
+    ActivityRollup.objects.all().delete()
+    ActivityDailyRollup.objects.all().delete()
+    ActivityRollup.objects.bulk_create(
+        ActivityRollup(owner_id=o, hour=h, metric=m, channel=c, detail=d, count=n)
+        for (o, h, m, c, d), n in old.items()
+    )
+    ActivityRollup.objects.create(owner=business, hour=first, metric="scheduled", count=5)
+    ActivityRollupState.objects.update(backfill_to=first, covered_from=closed_until)
+
+    assert funnels() == expected  # the old hours are not read: the base tables are
+    refreshes = 0
+    while ActivityRollupState.objects.get().backfill_to is not None:
+        activity_rollup_refresh(now=now - timedelta(hours=3))
+        refreshes += 1
+        assert funnels() == expected
+    assert refreshes == -(-(closed_until - first) // REBUILD_CHUNK) == 2
+    assert ActivityRollupState.objects.get().covered_from is None  # no event before ``first``
+    assert rows_with_locations() == rebuilt
+
+
+def test_hours_marked_to_re_derive_after_the_first_event_leave_the_older_ones_uncovered(
+    business,
+):
+    """An event older than the marked hours (the rollup never covered it): the re-derivation
+    stops at the mark, and the readers keep reading the older hours from the base tables."""
+    now = timezone.now()
+    add_at(business, None, created_at=now - timedelta(days=20), email="old@example.com")
+    activity_rollup_refresh(now=now)
+    mark = hour_start(now) - timedelta(days=2)
+    ActivityRollupState.objects.update(backfill_to=mark, covered_from=hour_start(now))
+    activity_rollup_refresh(now=now)
+    state = ActivityRollupState.objects.get()
+    assert (state.covered_from, state.backfill_to) == (mark, None)
+    assert owner_dashboard.funnel(owner=business, days=30).added == 1
+
+
+def test_a_new_default_location_leaves_the_rollup_rows_where_their_requests_are(business, places):
+    """The rows with no location count the default's requests: when the pier becomes the
+    default, reviews pins those requests to the home, and the rollup's rows follow them
+    (merged into the home's rows of the same hour), so no number moves."""
+    home, pier = places["home"], places["pier"]
+    at = hour_start(places["now"]) - timedelta(days=6)
+    add_at(business, home, created_at=at, email="twin@example.com")
+    unplaced = add_at(business, home, created_at=at, email="unplaced@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
+    activity_rollup_rebuild(now=places["now"] - timedelta(hours=3))
+    scheduled = ActivityRollup.objects.filter(hour=at, metric="scheduled")
+    assert set(scheduled.values_list("location_id", "count")) == {(home.pk, 1), (None, 1)}
+
+    def funnels():
+        return [
+            owner_dashboard.funnel(owner=business, days=30, location_ids=ids)
+            for ids in (None, [home.pk], [pier.pk])
+        ]
+
+    before = funnels()
+    assert (before[1].added, before[2].added) == (6, 3)
+    opt_outs = ActivityRollup.objects.create(
+        owner=business, hour=at, metric="opt_out", channel="sms", detail="sms_reply", count=1
+    )
+    location_move(account=business, location_id=pier.pk, position=0)
+    assert funnels() == before
+    assert set(scheduled.values_list("location_id", "count")) == {(home.pk, 2)}
+    opt_outs.refresh_from_db()
+    assert opt_outs.location_id is None  # opt-out events stay the business's
+    opt_outs.delete()
+    assert activity_rollup_pin_default(account_id=business.pk, location_id=home.pk) == 0
+    pinned = rows_with_locations()
+    activity_rollup_rebuild(now=places["now"] - timedelta(hours=3))
+    assert rows_with_locations() == pinned

@@ -1,4 +1,5 @@
-"""Staff admin: subscriptions without their secrets, deliveries, and "redeliver"."""
+"""Staff admin: subscriptions without their secrets, deliveries, and "redeliver"; every list
+filters by account, subscriptions by location."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.utils import timezone
 import events.admin
 from events.models import EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, webhooks_deliver_due
+from tests.factories import LocationFactory, first_location
 from tests.support.webhook_receiver import subscribe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
@@ -92,3 +94,43 @@ def test_staff_delete_subscriptions_through_the_unsubscribe_service(
     assert sorted(deleted) == sorted([one.pk, two.pk, three.pk])
     assert not WebhookSubscription.objects.exists()
     assert not WebhookDelivery.objects.exists()
+
+
+def hook(owner, url, location=None) -> WebhookSubscription:
+    return WebhookSubscription.objects.create(
+        owner=owner,
+        event=EventType.FEEDBACK_RECEIVED,
+        target_url=url,
+        secret="whsec_dGVzdA==",
+        location=location,
+    )
+
+
+def test_the_lists_filter_by_account_and_subscriptions_by_location(staff, owner, other_owner):
+    north = first_location(owner, name="North")
+    south = LocationFactory(account=owner, name="South")
+    everywhere = hook(owner, "https://hooks.example.com/a")
+    at_south = hook(owner, "https://hooks.example.com/b", location=south)
+    theirs = hook(other_owner, "https://hooks.example.com/c")
+    with transaction.atomic():
+        mine = event_record(
+            owner_id=owner.pk,
+            type=EventType.FEEDBACK_RECEIVED,
+            data={"id": "x"},
+            location_id=south.pk,
+        )
+        event_record(owner_id=other_owner.pk, type=EventType.FEEDBACK_RECEIVED, data={"id": "y"})
+
+    def listed(model, **params):
+        page = staff.get(f"/admin/events/{model}/", params)
+        assert page.status_code == 200
+        return {row.pk for row in page.context["cl"].result_list}
+
+    by = {"owner": owner.email}
+    assert listed("webhooksubscription", **by) == {everywhere.pk, at_south.pk}
+    assert listed("webhooksubscription", **by, location=south.pk) == {at_south.pk}
+    assert listed("webhooksubscription", **by, location=north.pk) == set()
+    assert listed("webhooksubscription", owner=other_owner.email) == {theirs.pk}
+    assert listed("event", **by) == {mine.pk}
+    deliveries = WebhookDelivery.objects.filter(event=mine).values_list("pk", flat=True)
+    assert listed("webhookdelivery", **by) == set(deliveries) and deliveries

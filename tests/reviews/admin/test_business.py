@@ -13,7 +13,7 @@ from reviews.models import (
     MessageTemplate,
     ReviewSite,
 )
-from tests.factories import UserFactory
+from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory, first_location
 from tests.support.delivery import email_request, step
 from tests.support.portal_data import add_request
 
@@ -314,3 +314,48 @@ def test_the_admin_lists_it_as_waiting_and_adding_a_site_there_releases_it(sitel
     )
     assert response.status_code == 302, response.content
     assert step(request, 0).status == "pending"
+
+
+# --- Locations on the sites' and wording's lists ----------------------------------------------
+
+
+def test_sites_and_wording_filter_by_location_and_name_it(staff, business):
+    north = first_location(business, name="North")
+    south = LocationFactory(account=business, name="South")
+    south_site = ReviewSiteFactory(owner=business, location=south, label="South Google")
+    own = services.message_template_save(
+        owner=business,
+        channel=Channel.SMS,
+        step=0,
+        body="Hi {first_name}, review {business_name}: {review_link} Reply STOP to opt out",
+        location_id=south.pk,
+    )
+    shared = services.message_template_save(
+        owner=business,
+        channel=Channel.SMS,
+        step=1,
+        body="Reminder from {business_name}: {review_link} Reply STOP to opt out",
+    )
+    by = {"owner": business.email}
+
+    def listed(model, **params):
+        page = staff.get(f"/admin/reviews/{model}/", {**by, **params})
+        assert page.status_code == 200
+        return list(page.context["cl"].result_list)
+
+    sites = {site.pk: site for site in listed("reviewsite")}
+    assert {site.location_label for site in sites.values()} == {"North", "South"}
+    assert [s.pk for s in listed("reviewsite", location=south.pk)] == [south_site.pk]
+    assert south_site.pk not in {s.pk for s in listed("reviewsite", location=north.pk)}
+    # A template with no location is the account's wording, not the default location's.
+    assert [t.pk for t in listed("messagetemplate", location=south.pk)] == [own.pk]
+    assert listed("messagetemplate", location=north.pk) == []
+    labels = {t.pk: t.location_label for t in listed("messagetemplate")}
+    assert labels == {own.pk: "South", shared.pk: "All locations (the account's wording)"}
+
+
+def test_an_accounts_page_links_each_location_to_its_requests_and_the_move_page(staff, business):
+    north = first_location(business, name="North")
+    html = staff.get(f"/admin/accounts/user/{business.pk}/change/").content.decode()
+    assert f"location={north.pk}" in html
+    assert "/admin/reviews/reviewrequest/move/" in html

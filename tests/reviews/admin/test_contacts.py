@@ -1,15 +1,21 @@
 """The back office's contacts (reviews.admin.contacts): search by a phone number written any way or
-an internationalised address, the opted-out filter, and the CSV import page."""
+an internationalised address, the opted-out and location filters, and the CSV import page."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from reviews.models import (
     Contact,
+    ReviewRequest,
 )
+from reviews.services import contact_add
+from tests.factories import LocationFactory, UserFactory, first_location
+from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +80,55 @@ def test_import_page_dry_run_and_file_errors(staff, business):
         "/admin/reviews/contact/import/", {"owner": "nobody@example.com", "file": unknown}
     ).content.decode()
     assert "No business with this e-mail." in html
+
+
+def test_contacts_filter_by_location_through_their_requests(staff, business):
+    north = first_location(business, name="North")
+    south = LocationFactory(account=business, name="South")
+
+    def add_at(location, email):
+        data = contact_input(business, {"email": email, "delay_hours": 5})
+        return contact_add(owner=business, data=data, location_id=location.pk).review_request
+
+    add_at(north, "north@example.com")
+    add_at(south, "south@example.com")
+    add_at(north, "both@example.com")
+    add_at(south, "both@example.com")
+    unplaced = add_at(north, "old@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)  # the default's
+    other = UserFactory()
+    add_at_other = contact_add(
+        owner=other,
+        data=contact_input(other, {"email": "south@example.com"}),
+        location_id=first_location(other).pk,
+    )
+    assert add_at_other.review_request
+
+    def emails(location) -> set[str]:
+        page = staff.get(
+            "/admin/reviews/contact/", {"owner": business.email, "location": location.pk}
+        )
+        return {contact.email for contact in page.context["cl"].result_list}
+
+    assert emails(south) == {"south@example.com", "both@example.com"}
+    assert emails(north) == {"north@example.com", "both@example.com", "old@example.com"}
+
+
+def test_the_location_filtered_contacts_cost_the_same_queries_for_more_rows(
+    staff, business, django_assert_max_num_queries
+):
+    first_location(business, name="North")
+    south = LocationFactory(account=business, name="South")
+
+    def add(start: int, count: int) -> None:
+        for n in range(start, start + count):
+            data = contact_input(business, {"email": f"p{n}@example.com", "delay_hours": 5})
+            contact_add(owner=business, data=data, location_id=south.pk)
+
+    params = {"owner": business.email, "location": south.pk}
+    add(0, 2)
+    with CaptureQueriesContext(connection) as few:
+        assert staff.get("/admin/reviews/contact/", params).status_code == 200
+    add(2, 8)
+    with django_assert_max_num_queries(len(few)):
+        assert staff.get("/admin/reviews/contact/", params).status_code == 200

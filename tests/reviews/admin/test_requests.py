@@ -1,21 +1,29 @@
 """The back office's requests and messages (reviews.admin.requests): the cancel, send-now and
-resend actions through the services, a request's page with its timeline and every message, and the
-list's filters."""
+resend actions through the services, a request's page with its timeline and every message, the
+lists' filters (by account and location, waiting for a review site) and location column, and the
+page that moves a location's requests."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from django.contrib.admin.models import LogEntry
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from reviews.models import (
+    Click,
     Contact,
+    Feedback,
     Message,
     ReviewRequest,
 )
-from tests.factories import UserFactory
+from reviews.services import contact_add
+from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory, first_location
+from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request
 
 pytestmark = pytest.mark.django_db
@@ -137,3 +145,169 @@ def test_requests_filter_by_status_and_owner(staff, business):
 def test_engagement_and_audit_rows_are_read_only_in_admin(staff, model):
     assert staff.get(f"/admin/reviews/{model}/").status_code == 200
     assert staff.get(f"/admin/reviews/{model}/add/").status_code == 403
+
+
+# --- Locations: filters, the location column, waiting per location, moving requests ---------
+
+
+@pytest.fixture
+def north(business):
+    return first_location(business, name="North")  # lists the business's site (no location)
+
+
+@pytest.fixture
+def south(business):
+    return LocationFactory(account=business, name="South")  # lists no site
+
+
+def add_at(owner, location, **contact) -> ReviewRequest:
+    data = contact_input(owner, {"delay_hours": 5, **contact})
+    return contact_add(owner=owner, data=data, location_id=location.pk).review_request
+
+
+def listed(client, model: str, params: dict) -> list:
+    response = client.get(f"/admin/reviews/{model}/", params)
+    assert response.status_code == 200
+    return list(response.context["cl"].result_list)
+
+
+def test_the_location_filter_offers_the_chosen_accounts_locations_only(
+    staff, business, north, south
+):
+    other = UserFactory(business_name="Other Co")
+    first_location(other, name="Elsewhere")
+    page = staff.get("/admin/reviews/reviewrequest/", {"owner": business.email})
+    (spec,) = [
+        s for s in page.context["cl"].filter_specs if getattr(s, "parameter_name", "") == "location"
+    ]
+    assert [label for _, label in spec.lookup_choices] == ["North", "South"]
+    # No account chosen: no list of every location in the database.
+    page = staff.get("/admin/reviews/reviewrequest/")
+    assert not [
+        s for s in page.context["cl"].filter_specs if getattr(s, "parameter_name", "") == "location"
+    ]
+
+
+def test_requests_and_messages_filter_by_location_the_default_with_its_unplaced_rows(
+    staff, business, north, south
+):
+    at_north = add_at(business, north, email="n@example.com")
+    unplaced = add_at(business, north, email="u@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
+    at_south = add_at(business, south, email="s@example.com")
+    other = UserFactory()
+    foreign = add_at(other, first_location(other), email="x@example.com")
+    ReviewRequest.objects.filter(pk=foreign.pk).update(location=None)
+    by = {"owner": business.email}
+    assert {r.pk for r in listed(staff, "reviewrequest", {**by, "location": north.pk})} == {
+        at_north.pk,
+        unplaced.pk,
+    }
+    assert [r.pk for r in listed(staff, "reviewrequest", {**by, "location": south.pk})] == [
+        at_south.pk
+    ]
+    # A location alone (a link from the account's page) filters the same.
+    assert [r.pk for r in listed(staff, "reviewrequest", {"location": south.pk})] == [at_south.pk]
+    messages = listed(staff, "message", {**by, "location": south.pk})
+    assert {m.review_request_id for m in messages} == {at_south.pk}
+    assert listed(staff, "message", {"owner": other.email})[0].review_request_id == foreign.pk
+    assert listed(staff, "reviewrequest", {"location": "not-an-id"}) == []
+
+
+def test_clicks_and_feedback_filter_by_account_and_location(staff, business, north, south):
+    at_north = add_at(business, north, email="n@example.com")
+    at_south = add_at(business, south, email="s@example.com")
+    for request in (at_north, at_south):
+        Feedback.objects.create(review_request=request, text=f"About {request.location.name}")
+        Click.objects.create(review_request=request, url="https://g.page/r/x", method="GET")
+    by = {"owner": business.email, "location": south.pk}
+    assert [f.review_request_id for f in listed(staff, "feedback", by)] == [at_south.pk]
+    assert [c.review_request_id for c in listed(staff, "click", by)] == [at_south.pk]
+    shown = staff.get("/admin/reviews/feedback/", {"owner": business.email}).content.decode()
+    assert "North" in shown and "South" in shown  # the location column
+
+
+def test_the_location_column_names_the_default_for_a_row_with_no_location(
+    staff, business, north, south
+):
+    unplaced = add_at(business, north, email="u@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
+    add_at(business, south, email="s@example.com")
+    rows = {r.pk: r for r in listed(staff, "reviewrequest", {"owner": business.email})}
+    assert rows[unplaced.pk].location_label == "North"
+    assert {r.location_label for r in rows.values()} == {"North", "South"}
+
+
+def test_a_request_waits_when_its_own_location_lists_no_site(staff, business, north, south):
+    at_north = add_at(business, north, email="n@example.com")
+    at_south = add_at(business, south, email="s@example.com")
+    rows = {r.pk: r for r in listed(staff, "reviewrequest", {"owner": business.email})}
+    html = staff.get("/admin/reviews/reviewrequest/", {"owner": business.email}).content.decode()
+    assert html.count("waiting for a review site") == 1
+    assert rows[at_south.pk].location_lists_site is False
+    assert rows[at_north.pk].location_lists_site is True
+    waiting = listed(staff, "reviewrequest", {"owner": business.email, "waiting": "site"})
+    assert [r.pk for r in waiting] == [at_south.pk]
+    # South's own site: nothing waits any more.
+    ReviewSiteFactory(owner=business, location=south)
+    assert listed(staff, "reviewrequest", {"owner": business.email, "waiting": "site"}) == []
+
+
+@pytest.mark.parametrize("model", ["reviewrequest", "message", "click", "feedback"])
+def test_a_location_filtered_list_costs_the_same_queries_for_more_rows(
+    staff, business, north, south, model, django_assert_max_num_queries
+):
+    def add_rows(start: int, count: int) -> None:
+        for n in range(start, start + count):
+            request = add_at(business, south if n % 2 else north, email=f"p{n}@example.com")
+            Feedback.objects.create(review_request=request, text="Nice")
+            Click.objects.create(review_request=request, url="https://g.page/r/x", method="GET")
+
+    params = {"owner": business.email, "location": south.pk}
+    add_rows(0, 2)
+    with CaptureQueriesContext(connection) as few:
+        assert staff.get(f"/admin/reviews/{model}/", params).status_code == 200
+    add_rows(2, 8)
+    with django_assert_max_num_queries(len(few)):
+        assert staff.get(f"/admin/reviews/{model}/", params).status_code == 200
+
+
+def test_staff_move_a_locations_requests_after_a_confirmation_with_the_counts(
+    staff, business, north, south
+):
+    both = add_at(business, south, email="both@example.com")
+    add_at(business, north, email="both@example.com")
+    alone = add_at(business, south, email="alone@example.com")
+    url = "/admin/reviews/reviewrequest/move/"
+    chooser = staff.get(url, {"owner": business.email, "from": south.pk})
+    form = chooser.context["form"]
+    assert list(form.fields["to_location"].queryset) == [north, south]
+    fields = {"owner": business.pk, "from_location": south.pk, "to_location": north.pk}
+    confirm = staff.post(url, fields)
+    assert (confirm.context["preview"].moved, confirm.context["preview"].left) == (1, 1)
+    assert ReviewRequest.objects.filter(location=south).count() == 2  # nothing moved yet
+    done = staff.post(url, {**fields, "confirm": "yes"}, follow=True)
+    assert "Moved 1 review requests from South to North; left 1 at South" in done.content.decode()
+    assert set(ReviewRequest.objects.filter(location=south).values_list("pk", flat=True)) == {
+        both.pk
+    }
+    alone.refresh_from_db()
+    assert alone.location_id == north.pk
+    entry = LogEntry.objects.get()
+    assert entry.object_id == str(south.pk) and "Moved 1" in entry.get_change_message()
+
+
+def test_the_move_page_refuses_the_same_location_and_needs_the_change_permission(
+    staff, business, north
+):
+    url = "/admin/reviews/reviewrequest/move/"
+    same = {"owner": business.pk, "from_location": north.pk, "to_location": north.pk}
+    page = staff.post(url, same)
+    assert "Choose another location" in page.content.decode()
+    from django.contrib.auth.models import Permission
+
+    viewer = UserFactory(is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_reviewrequest"))
+    client = Client()
+    client.force_login(viewer)
+    assert client.get(url, {"owner": business.email}).status_code == 403

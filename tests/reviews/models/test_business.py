@@ -1,5 +1,5 @@
 """A business's settings and message templates (reviews.models.business): validated by the models,
-read from the cache, every save reaching it at once."""
+read from the cache, every save reaching it at once; whether a row's location lists a site."""
 
 from __future__ import annotations
 
@@ -11,8 +11,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from core import versioned_cache
-from reviews.models import BusinessSettings, MessageTemplate
+from reviews.models import BusinessSettings, MessageTemplate, ReviewRequest, ReviewSite
 from reviews.services import business_settings_update
+from tests.factories import (
+    LocationFactory,
+    ReviewRequestFactory,
+    ReviewSiteFactory,
+    first_location,
+)
 from tests.support.cache import DownCache
 
 pytestmark = pytest.mark.django_db
@@ -139,3 +145,34 @@ def test_sample_segment_count_is_shown_for_sms_templates(business):
     long.full_clean()
     assert long.sample_segments().segments == 2
     assert _template(business, channel="email", body="x").sample_segments() is None
+
+
+def test_listed_for_row_asks_each_rows_own_location(owner):
+    """``owner`` lists one site, with no location: its default location's. A request at the
+    default (by id or with no location) finds it; one at another location does not, until
+    that location lists its own."""
+    default = first_location(owner)
+    other = LocationFactory(account=owner)
+    at_default = ReviewRequestFactory(contact__owner=owner, location=default)
+    unplaced = ReviewRequestFactory(contact__owner=owner, location=None)
+    elsewhere = ReviewRequestFactory(contact__owner=owner, location=other)
+    siteless = ReviewRequestFactory(location=None)  # another business, which lists none
+
+    def listed() -> dict:
+        rows = ReviewRequest.objects.annotate(listed=ReviewSite.listed_for_row())
+        return dict(rows.values_list("pk", "listed"))
+
+    assert listed() == {
+        at_default.pk: True,
+        unplaced.pk: True,
+        elsewhere.pk: False,
+        siteless.pk: False,
+    }
+    ReviewSite.objects.update(location=default)  # pinned: the same for every row
+    ReviewSiteFactory(owner=owner, location=other)
+    assert listed() == {
+        at_default.pk: True,
+        unplaced.pk: True,
+        elsewhere.pk: True,
+        siteless.pk: False,
+    }
