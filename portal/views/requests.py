@@ -60,6 +60,13 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
     # What the switcher keeps when another location is chosen (a new location: its first page).
     keep = [(name, filters[name]) for name in ("q", "status", "period") if filters[name]]
     label, days = selectors.PERIODS[filters["period"]]
+    # The numbers of the location chosen, else of every location the user reaches (None: the
+    # whole account, the owner's "All locations").
+    counted = (
+        [choice.chosen_id]
+        if choice.chosen_id is not None
+        else (None if access.location_ids is None else sorted(access.location_ids))
+    )
     return render(
         request,
         "portal/dashboard.html",
@@ -74,12 +81,13 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
             "total": total,
             "total_capped": more,
             "rows": rows,
-            # The whole account's numbers until activity.owner_dashboard counts per location.
-            "funnel": owner_dashboard.funnel(owner=access.owner, days=days),
+            "funnel": owner_dashboard.funnel(owner=access.owner, days=days, location_ids=counted),
             "feedback_count": selectors.feedback_count(
                 access=access, days=days, location_id=choice.chosen_id
             ),
-            "activity": owner_dashboard.activity(owner=access.owner, days=days),
+            "activity": owner_dashboard.activity(
+                owner=access.owner, days=days, location_ids=counted
+            ),
             "period_label": label,
             "periods": [(key, text) for key, (text, _) in selectors.PERIODS.items()],
         },

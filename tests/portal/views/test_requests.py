@@ -533,3 +533,20 @@ def test_the_dashboard_costs_the_same_queries_with_more_locations_and_members(
     detail = f"/portal/requests/{ReviewRequest.objects.filter(location=locations[1]).get().pk}/"
     # A member's access is two queries (their account, their locations: access_for).
     assert query_count(manager, detail) <= query_count(browser, detail) + 2
+
+
+def test_the_funnel_and_chart_count_the_location_chosen_or_the_members_locations(
+    browser, owner, locations, manager
+):
+    at_each(owner, locations)
+    add_request(owner, first_name="Up2", email="up2@example.com", location=locations[1])
+
+    def added(client, **params) -> tuple[int, int]:
+        """The funnel's requests added, and the chart's first series (added) summed."""
+        context = client.get("/", {"period": "7", **params}).context
+        return context["funnel"].added, sum(context["activity"].series[0].counts)
+
+    assert added(browser) == (4, 4)  # All locations: the whole account
+    assert added(browser, location=str(locations[1].pk)) == (2, 2)
+    assert added(browser, location=str(locations[2].pk)) == (1, 1)
+    assert added(manager) == (2, 2)  # Uptown, theirs
