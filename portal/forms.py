@@ -13,9 +13,15 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Field, Model
 
-from accounts.models import User
+from accounts.models import MEMBER_ROLES, Location, User
 from contact_input.normalize import MAX_DELAY_HOURS
-from reviews.models import MAX_FOLLOW_UPS, BusinessSettings, MessageTemplate, ReviewRequest
+from reviews.models import (
+    MAX_FOLLOW_UPS,
+    BusinessSettings,
+    LocationSettings,
+    MessageTemplate,
+    ReviewRequest,
+)
 
 from .selectors import DEFAULT_PERIOD, PERIODS, SEARCH_MAX_LENGTH
 
@@ -245,6 +251,58 @@ class BusinessSettingsForm(PortalForm):
         return initial
 
 
+class LocationSettingsForm(PortalForm):
+    """What one location sends differently from the account; blank: the account's (shown as
+    each field's placeholder). Names are ``LocationSettings``' fields."""
+
+    sender_name = forms.CharField(
+        label="E-mail sender name",
+        max_length=100,
+        required=False,
+        help_text=_help(LocationSettings, "sender_name"),
+    )
+    postal_address = forms.CharField(
+        label="Postal address",
+        max_length=300,
+        required=False,
+        help_text=_help(LocationSettings, "postal_address"),
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "street-address"}),
+    )
+    send_window_start = forms.TimeField(
+        label="Send from",
+        required=False,
+        widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"),
+        help_text="Its own quiet hours, on the contact's clock; empty: the account's.",
+    )
+    send_window_end = forms.TimeField(
+        label="Send until",
+        required=False,
+        widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"),
+        help_text="An end before the start spans midnight.",
+    )
+    send_window_applies_to = forms.ChoiceField(
+        label="Quiet hours apply to",
+        required=False,
+        choices=[("", "As the account"), *BusinessSettings.WindowAppliesTo.choices],
+    )
+
+    def __init__(self, *args: Any, account: BusinessSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # What a blank field means, in the field itself.
+        for name in ("sender_name", "postal_address"):
+            fallback = getattr(account, name) or (
+                account.owner.display_name if name == "sender_name" else ""
+            )
+            if fallback:
+                self.fields[name].widget.attrs["placeholder"] = fallback
+
+    @staticmethod
+    def initial_for(own: LocationSettings | None) -> dict[str, object]:
+        if own is None:
+            return {}
+        return {name: getattr(own, name) for name in LocationSettingsForm.base_fields}
+
+
 # --- Review sites ---------------------------------------------------------------------------------
 
 
@@ -297,3 +355,74 @@ class MessageTemplateForm(PortalForm):
                 "Plain text with merge fields (below); paragraphs are separated by an empty "
                 "line. We add your address and an unsubscribe link at the bottom."
             )
+
+
+# --- Team and locations ---------------------------------------------------------------------------
+
+
+class LocationsField(forms.ModelMultipleChoiceField):
+    """The account's locations, as checkboxes, each labelled with its name."""
+
+    widget = forms.CheckboxSelectMultiple
+
+
+ROLE_CHOICES = [
+    (
+        "manager",
+        "Manager: sees and cancels requests, reads feedback, edits review sites and wording "
+        "of their locations",
+    ),
+    ("viewer", "Viewer: sees everything of their locations, changes nothing"),
+]
+assert [value for value, _ in ROLE_CHOICES] == list(MEMBER_ROLES)
+
+
+class MemberForm(PortalForm):
+    """A member's role and locations (inviting adds the e-mail address)."""
+
+    role = forms.ChoiceField(label="Role", choices=ROLE_CHOICES, widget=forms.RadioSelect)
+    locations = LocationsField(
+        label="Locations",
+        queryset=Location.objects.none(),
+        help_text="What they see and act on. The owner reaches every location.",
+    )
+
+    def __init__(self, *args: Any, account: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["locations"]
+        assert isinstance(field, LocationsField)
+        field.queryset = Location.objects.filter(account=account).order_by("position", "created_at")
+
+    def location_ids(self) -> list[Any]:
+        return [location.pk for location in self.cleaned_data["locations"]]
+
+
+class InvitationForm(MemberForm):
+    email = forms.EmailField(
+        label="E-mail address",
+        max_length=254,
+        help_text="We e-mail them a link, valid for 7 days, to choose a password and join.",
+        widget=forms.EmailInput(attrs={"autocomplete": "off"}),
+    )
+    field_order = ("email", "role", "locations")
+
+
+class LocationForm(PortalForm):
+    """A location's name and time zone; names are ``Location``'s fields."""
+
+    name = forms.CharField(label="Name", max_length=100)
+    time_zone = forms.ChoiceField(
+        label="Time zone",
+        help_text="Its clock: the times it shows, and quiet hours when a contact's phone number "
+        "says nothing about theirs.",
+    )
+
+    def __init__(self, *args: Any, current_time_zone: str = "UTC", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        zones = time_zone_choices()
+        known = {z for _, group in time_zone_groups() for z, _ in group} | {"UTC"}
+        if current_time_zone not in known:
+            zones = [(current_time_zone, current_time_zone), *zones]
+        field = self.fields["time_zone"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = zones

@@ -1,4 +1,6 @@
-"""Reads behind the owner portal. Every function takes the owner and reads only their rows.
+"""Reads behind the portal. Every function takes what the user reaches (``accounts.access``) and
+reads only the account's rows at the locations they reach (``location_q``), or at the one
+location chosen (``location_id``, which the caller checked they reach: ``pages.location_choice``).
 
 * ``review_requests_list``: the dashboard list (filter by status, search by name, e-mail or
   phone), paged newest first by the view;
@@ -7,18 +9,21 @@
 * ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
   everything that happened to one request, in order;
 * ``feedback_list``, ``feedback_count``: private feedback left on the owner's requests;
-* ``connected_apps``: the OAuth clients the owner authorised that still hold live tokens.
+* ``connected_apps``: the OAuth clients the user (the owner: anybody of the account)
+  authorised that still hold live tokens.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from oauth2_provider.models import get_refresh_token_model
 
+from accounts.access import Access, can_manage_account, location_q, locations_q
 from accounts.models import User
 from activity.owner_dashboard import period_start
 from events.models import WebhookDelivery, WebhookSubscription
@@ -40,10 +45,22 @@ from reviews.selectors import review_request_timeline as review_request_timeline
 SEARCH_MAX_LENGTH = reviews_selectors.SEARCH_MAX_LENGTH
 
 
+def at_locations(
+    access: Access, location_id: uuid.UUID | None = None, field: str = "location"
+) -> Q:
+    """Rows (``field``: the path to their location) at the location ``location_id``, one the
+    caller checked ``access`` reaches; without one, at every location ``access`` reaches (no
+    condition for the owner). Combine it with the account's own condition."""
+    if location_id is None:
+        return location_q(access, field)
+    return locations_q([location_id], default_location_id=access.default_location_id, field=field)
+
+
 def review_requests_list(
-    *, owner: User, status: str = "", search: str = ""
+    *, access: Access, location_id: uuid.UUID | None = None, status: str = "", search: str = ""
 ) -> QuerySet[ReviewRequest]:
-    """The owner's review requests with their contact and messages loaded (page it newest first
+    """The account's review requests at the locations ``access`` reaches (or at
+    ``location_id``) with their contact and messages loaded (page it newest first
     with ``core.pagination.keyset_page``).
 
     ``status`` keeps one status; ``search`` finds an e-mail address or phone number (typed any
@@ -52,7 +69,8 @@ def review_requests_list(
     ``(owner, [status,] created_at, id)`` keys, the contact's btree keys on the e-mail and the
     phone for a whole address, its trigram index for the rest.
     """
-    requests = ReviewRequest.objects.filter(owner=owner)
+    owner = access.owner
+    requests = ReviewRequest.objects.filter(at_locations(access, location_id), owner=owner)
     if status:
         requests = requests.filter(status=status)
     if search.strip():
@@ -95,17 +113,25 @@ DEFAULT_PERIOD = "30"
 # --- Private feedback -----------------------------------------------------------------------------
 
 
-def feedback_list(*, owner: User) -> QuerySet[Feedback]:
-    """The private feedback left on the owner's requests, with each request's contact (page it
-    newest first with ``core.pagination.keyset_page``)."""
-    return Feedback.objects.filter(review_request__owner=owner).select_related(
-        "review_request__contact"
+def feedback_list(*, access: Access, location_id: uuid.UUID | None = None) -> QuerySet[Feedback]:
+    """The private feedback left on the account's requests at the locations ``access``
+    reaches (or at ``location_id``), with each request's contact (page it newest first with
+    ``core.pagination.keyset_page``)."""
+    return Feedback.objects.filter(
+        at_locations(access, location_id, "review_request__location"),
+        review_request__owner=access.owner,
+    ).select_related("review_request__contact")
+
+
+def feedback_count(
+    *, access: Access, days: int | None, location_id: uuid.UUID | None = None
+) -> int:
+    """Private feedback received in the last ``days`` days (``period_start``; all time: None),
+    at the locations of ``feedback_list``."""
+    feedback = Feedback.objects.filter(
+        at_locations(access, location_id, "review_request__location"),
+        review_request__owner=access.owner,
     )
-
-
-def feedback_count(*, owner: User, days: int | None) -> int:
-    """Private feedback received in the last ``days`` days (``period_start``; all time: None)."""
-    feedback = Feedback.objects.filter(review_request__owner=owner)
     if days:
         feedback = feedback.filter(created_at__gte=period_start(days=days))
     return feedback.count()
@@ -116,16 +142,21 @@ def feedback_count(*, owner: User, days: int | None) -> int:
 
 @dataclass(frozen=True)
 class ConnectedApp:
-    """One app the owner connected, with every live connection to it: connecting again (a
-    second Zap account, a reconnect) makes another connection, and they are one app to the
-    owner."""
+    """One app one person of the account connected, with every live connection of theirs to
+    it: connecting again (a second Zap account, a reconnect) makes another connection, and they
+    are one app to them."""
 
-    connections: list[Connection]  # newest first
+    connections: list[Connection]  # newest first, each with its ``user`` loaded
     scopes: list[tuple[str, str]] = field(default_factory=list)  # (scope, plain description)
 
     @property
     def name(self) -> str:
         return self.connections[0].application.name
+
+    @property
+    def user(self) -> User:
+        """Who connected it."""
+        return self.connections[0].user
 
     @property
     def connection(self) -> Connection:
@@ -145,14 +176,22 @@ class ConnectedApp:
         return max((c.last_used_at for c in self.connections if c.last_used_at), default=None)
 
 
-def connected_apps(*, owner: User) -> list[ConnectedApp]:
-    """The apps the owner connected, one entry per app (its newest connection first), each
-    with its connections that still hold a live (not revoked) refresh token and the scopes of
-    their live access tokens."""
+def connections_visible(access: Access) -> Q:
+    """The app connections ``access`` sees and may disconnect: the owner, everybody's in the
+    account; a member, their own."""
+    if can_manage_account(access):
+        return Q(user=access.owner) | Q(user__account=access.owner)
+    return Q(user=access.user)
+
+
+def connected_apps(*, access: Access) -> list[ConnectedApp]:
+    """The apps connected by the people ``connections_visible`` shows, one entry per app and
+    person (the newest connection first), each with its connections that still hold a live
+    (not revoked) refresh token and the scopes of their live access tokens."""
     connections = list(
         Connection.objects.with_active()
-        .filter(user=owner, active=True)
-        .select_related("application")
+        .filter(connections_visible(access), active=True)
+        .select_related("application", "user")
         .order_by("-created_at")
     )
     live = (
@@ -169,9 +208,9 @@ def connected_apps(*, owner: User) -> list[ConnectedApp]:
         scopes.setdefault(family, set()).update(scope.split())
     described = settings.OAUTH2_PROVIDER["SCOPES"]
     order = list(described)
-    by_app: dict[object, list[Connection]] = {}
+    by_app: dict[tuple[object, object], list[Connection]] = {}
     for connection in connections:
-        by_app.setdefault(connection.application_id, []).append(connection)
+        by_app.setdefault((connection.application_id, connection.user_id), []).append(connection)
     apps = []
     for group in by_app.values():
         granted = set().union(*(scopes.get(c.pk, set()) for c in group))

@@ -1,8 +1,8 @@
-"""The owner portal under /portal/ (the dashboard itself is the front page, ``/``)."""
+"""The portal under /portal/ (the dashboard itself is the front page, ``/``)."""
 
 from django.urls import path
 
-from .views import apps, configure, feedback, requests, webhooks
+from .views import apps, configure, feedback, locations, requests, team, webhooks
 
 app_name = "portal"
 
@@ -29,4 +29,16 @@ urlpatterns = [
     path("apps/<uuid:pk>/disconnect/", apps.disconnect, name="app-disconnect"),
     path("webhooks/", webhooks.index, name="webhooks"),
     path("webhooks/<uuid:pk>/remove/", webhooks.remove, name="webhook-remove"),
+    path("team/", team.index, name="team"),
+    path("team/members/<uuid:pk>/", team.member, name="team-member"),
+    path("team/members/<uuid:pk>/remove/", team.member_remove, name="team-member-remove"),
+    path(
+        "team/invitations/<uuid:pk>/withdraw/",
+        team.invitation_revoke,
+        name="team-invitation-revoke",
+    ),
+    path("locations/", locations.index, name="locations"),
+    path("locations/<uuid:pk>/", locations.edit, name="location"),
+    path("locations/<uuid:pk>/move/", locations.move, name="location-move"),
+    path("locations/<uuid:pk>/delete/", locations.delete, name="location-delete"),
 ]

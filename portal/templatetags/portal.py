@@ -17,10 +17,15 @@ register = template.Library()
 
 @register.simple_tag(takes_context=True)
 def review_site_missing(context: Context) -> bool:
-    """Whether the logged-in business lists no review site, so its review requests wait
+    """Whether the business lists no review site, so its review requests wait; with a
+    location chosen (``switcher``), whether that location lists none
     (``{% review_site_missing as no_site %}``; cached with its settings, no query)."""
-    user = context["request"].user
-    return not BusinessSettings.for_owner(user).has_review_site
+    request = context["request"]
+    policy = BusinessSettings.for_owner(request.access.owner)
+    switcher = context.get("switcher")
+    if switcher is not None and switcher.chosen is not None:
+        return not policy.at(switcher.chosen.id).has_review_site
+    return not policy.has_review_site
 
 
 @register.filter

@@ -1,2 +1,3 @@
-"""Views of the owner portal, one module per area: ``requests`` (dashboard, a request's page),
-``configure`` (settings, review sites, message wording), ``apps`` (connected apps)."""
+"""Views of the portal, one module per area: ``requests`` (dashboard, a request's page),
+``feedback``, ``configure`` (settings, review sites, message wording), ``apps`` (connected apps),
+``webhooks``, ``team`` (members and invitations) and ``locations``."""

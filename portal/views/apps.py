@@ -1,4 +1,5 @@
-"""Connected apps: the OAuth clients the owner authorised, and disconnecting one."""
+"""Connected apps: the OAuth clients authorised in the account (the owner sees everybody's, with
+who connected each; a member, their own), and disconnecting one."""
 
 from __future__ import annotations
 
@@ -22,17 +23,25 @@ def index(request: OwnerRequest) -> HttpResponse:
     return render(
         request,
         "portal/apps.html",
-        {"section": "apps", "apps": selectors.connected_apps(owner=request.user)},
+        {
+            "section": "apps",
+            "apps": selectors.connected_apps(access=request.access),
+        },
     )
 
 
-@owner_page
+# A viewer may disconnect their own apps: that changes nothing of the account's.
+@owner_page(viewer_posts=True)
 @require_http_methods(["GET", "HEAD", "POST"])
 def disconnect(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     """GET asks for confirmation; POST revokes every token of this connection at once (the
-    app's next API call gets 401). Another owner's connection is a 404."""
+    app's next API call gets 401). A connection the user does not see (another account's;
+    another member's, for a member) is a 404."""
     connection = get_object_or_404(
-        Connection.objects.select_related("application"), pk=pk, user=request.user
+        Connection.objects.select_related("application").filter(
+            selectors.connections_visible(request.access)
+        ),
+        pk=pk,
     )
     name = connection.application.name
     if request.method == "POST":

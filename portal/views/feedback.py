@@ -11,7 +11,7 @@ from core.pagination import keyset_page
 from reviews.models import BusinessSettings
 
 from .. import selectors
-from ..pages import OwnerRequest, owner_page
+from ..pages import OwnerRequest, location_choice, owner_page
 
 PAGE_SIZE = 25
 
@@ -19,10 +19,12 @@ PAGE_SIZE = 25
 @owner_page
 @require_http_methods(["GET", "HEAD"])
 def index(request: OwnerRequest) -> HttpResponse:
-    """Every private feedback on the owner's requests, in keyset pages (``?after=`` /
-    ``?before=`` an opaque cursor), each linking to its request."""
+    """Every private feedback on the requests of the locations the user reaches (or of the one
+    chosen), in keyset pages (``?after=`` / ``?before=`` an opaque cursor), each linking to its
+    request."""
+    choice = location_choice(request)
     page = keyset_page(
-        selectors.feedback_list(owner=request.user),
+        selectors.feedback_list(access=request.access, location_id=choice.chosen_id),
         size=PAGE_SIZE,
         after=request.GET.get("after", ""),
         before=request.GET.get("before", ""),
@@ -32,8 +34,11 @@ def index(request: OwnerRequest) -> HttpResponse:
         "portal/feedback.html",
         {
             "section": "feedback",
+            "switcher": choice,
             "page": page,
+            # The owner is e-mailed; a member reads it here.
             "notify": settings.FEEDBACK_NOTIFY_OWNER
-            and BusinessSettings.for_owner(request.user).notify_feedback,
+            and not request.user.is_member
+            and BusinessSettings.for_owner(request.access.owner).notify_feedback,
         },
     )

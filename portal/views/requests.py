@@ -1,4 +1,4 @@
-"""The front page (a logged-in owner's dashboard) and one review request's page."""
+"""The front page (a logged-in user's dashboard) and one review request's page."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from accounts.access import can_write
 from activity import owner_dashboard
 from core.pagination import capped_count, keyset_page
 from reviews import services
-from reviews.models import ReviewRequest
+from reviews.models import BusinessSettings, ReviewRequest
 
 from .. import selectors
 from ..forms import RequestFilterForm
-from ..pages import OwnerRequest, owner_page
+from ..pages import OwnerRequest, location_choice, owner_page, require_write
 
 PAGE_SIZE = 25
 # Counted up to this many, then shown as "1,000+": counting a million rows is no use to anyone.
@@ -26,7 +27,7 @@ COUNT_CAP = 1000
 
 @never_cache
 def home(request: HttpRequest) -> HttpResponse:
-    """The front page: a logged-in owner's dashboard, else what the service is and a login."""
+    """The front page: a logged-in user's dashboard, else what the service is and a login."""
     if request.user.is_authenticated:
         return dashboard(request)
     return render(request, "home.html")
@@ -35,12 +36,18 @@ def home(request: HttpRequest) -> HttpResponse:
 @owner_page
 @require_http_methods(["GET", "HEAD"])
 def dashboard(request: OwnerRequest) -> HttpResponse:
-    """The owner's review requests (newest first, filtered, in keyset pages: ``?after=`` /
-    ``?before=`` an opaque cursor) and the funnel."""
+    """The review requests of the locations the user reaches, or of the one chosen (newest
+    first, filtered, in keyset pages: ``?after=`` / ``?before=`` an opaque cursor) and the
+    funnel."""
+    access = request.access
+    choice = location_choice(request)
     form = RequestFilterForm(request.GET)
     filters = form.values()
     requests = selectors.review_requests_list(
-        owner=request.user, status=filters["status"], search=filters["q"]
+        access=access,
+        location_id=choice.chosen_id,
+        status=filters["status"],
+        search=filters["q"],
     )
     page = keyset_page(
         requests,
@@ -50,12 +57,23 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
     )
     total, more = capped_count(requests, cap=COUNT_CAP)
     rows = [(item, selectors.channels_of(item)) for item in page.object_list]
+    # What the switcher keeps when another location is chosen (a new location: its first page).
+    keep = [(name, filters[name]) for name in ("q", "status", "period") if filters[name]]
     label, days = selectors.PERIODS[filters["period"]]
+    # The numbers of the location chosen, else of every location the user reaches (None: the
+    # whole account, the owner's "All locations").
+    counted = (
+        [choice.chosen_id]
+        if choice.chosen_id is not None
+        else (None if access.location_ids is None else sorted(access.location_ids))
+    )
     return render(
         request,
         "portal/dashboard.html",
         {
             "section": "dashboard",
+            "switcher": choice,
+            "keep": keep,
             "form": form,
             "filters": filters,
             "filtered": bool(filters["q"] or filters["status"]),
@@ -63,9 +81,13 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
             "total": total,
             "total_capped": more,
             "rows": rows,
-            "funnel": owner_dashboard.funnel(owner=request.user, days=days),
-            "feedback_count": selectors.feedback_count(owner=request.user, days=days),
-            "activity": owner_dashboard.activity(owner=request.user, days=days),
+            "funnel": owner_dashboard.funnel(owner=access.owner, days=days, location_ids=counted),
+            "feedback_count": selectors.feedback_count(
+                access=access, days=days, location_id=choice.chosen_id
+            ),
+            "activity": owner_dashboard.activity(
+                owner=access.owner, days=days, location_ids=counted
+            ),
             "period_label": label,
             "periods": [(key, text) for key, (text, _) in selectors.PERIODS.items()],
         },
@@ -73,9 +95,14 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
 
 
 def _owned_request(request: OwnerRequest, pk: uuid.UUID) -> ReviewRequest:
-    """The owner's request, or 404: another owner's id is indistinguishable from no id."""
+    """A request of the account at a location the user reaches, or 404: another account's
+    id, or another location's, is indistinguishable from no id."""
     return get_object_or_404(
-        ReviewRequest.objects.select_related("contact"), pk=pk, owner=request.user
+        ReviewRequest.objects.select_related("contact").filter(
+            selectors.at_locations(request.access)
+        ),
+        pk=pk,
+        owner=request.access.owner,
     )
 
 
@@ -83,8 +110,9 @@ def _owned_request(request: OwnerRequest, pk: uuid.UUID) -> ReviewRequest:
 @require_http_methods(["GET", "HEAD"])
 def detail(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
     review_request = _owned_request(request, pk)
-    review_request.owner = request.user
+    review_request.owner = request.access.owner
     messages = list(review_request.messages.order_by("step"))
+    locations = BusinessSettings.for_owner(review_request.owner).locations
     return render(
         request,
         "portal/request_detail.html",
@@ -97,6 +125,19 @@ def detail(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
                 review_request=review_request, messages=messages
             ),
             "timeline": selectors.review_request_timeline(review_request=review_request),
+            "can_write": can_write(request.access),
+            # Named when the account has several locations.
+            "location_name": next(
+                (
+                    location.name
+                    for location in locations
+                    if location.id == review_request.location_id
+                    or (review_request.location_id is None and location.is_default)
+                ),
+                "",
+            )
+            if len(locations) > 1
+            else "",
         },
     )
 
@@ -104,7 +145,9 @@ def detail(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
 @owner_page
 @require_http_methods(["GET", "HEAD", "POST"])
 def cancel(request: OwnerRequest, pk: uuid.UUID) -> HttpResponse:
-    """GET asks for confirmation; POST stops the request (unsent messages are cancelled)."""
+    """GET asks for confirmation; POST stops the request (unsent messages are cancelled).
+    Not for a viewer (403)."""
+    require_write(request)
     review_request = _owned_request(request, pk)
     if request.method == "POST":
         if review_request.is_active:

@@ -257,12 +257,16 @@ def test_an_expired_or_unknown_link_says_so(client, invitation):
     assert client.get("/accounts/invitation/not-a-token/").status_code == 404
 
 
-def test_a_member_gets_no_owner_page_and_connects_apps_for_themselves(client, invitation):
-    """The portal's pages read and write as the account: a member reaches none of them until
-    they read through accounts.access. The API does: a member approves the consent page for
-    themselves (their token reaches their locations only, tests/connector_api)."""
-    client.post(url_of(invitation), {"new_password1": PASSWORD, "new_password2": PASSWORD})
-    assert client.get("/").status_code == 403
+def test_a_new_member_lands_on_their_dashboard_and_connects_apps_for_themselves(client, invitation):
+    """The landing page opens for the member: the portal reads through accounts.access (their
+    locations' requests; the account's own settings stay the owner's). A member approves the
+    consent page for themselves (their token reaches their locations only,
+    tests/connector_api)."""
+    answer = client.post(
+        url_of(invitation), {"new_password1": PASSWORD, "new_password2": PASSWORD}, follow=True
+    )
+    assert answer.redirect_chain == [("/", 302)]
+    assert answer.status_code == 200 and "Acme Plumbing" in answer.content.decode()
     assert client.get("/portal/settings/").status_code == 403
     app = make_application()
     consent = client.get(

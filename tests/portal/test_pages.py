@@ -9,8 +9,9 @@ import pytest
 from django.test import Client
 
 from reviews.models import Message, ReviewRequest, ReviewSite
+from tests.factories import LocationFactory
 from tests.support.oauth import issue_tokens
-from tests.support.portal_data import add_request
+from tests.support.portal_data import add_request, member_client
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +151,63 @@ def test_state_changing_routes_accept_only_post(browser, owner):
     assert browser.get(f"/portal/settings/sites/{site.pk}/move/").status_code == 405
     assert browser.get("/portal/settings/messages/sms/0/reset/").status_code == 405
     assert ReviewSite.objects.filter(pk=site.pk).exists()
+
+
+# --- Members: the same pages, through accounts.access ---------------------------------------------
+
+MEMBER_PAGES = [
+    "/",
+    "/portal/feedback/",
+    "/portal/settings/sites/",
+    "/portal/settings/messages/",
+    "/portal/settings/messages/sms/0/",
+    "/portal/settings/messages/email/1/",
+    "/portal/apps/",
+]
+OWNER_ONLY_PAGES = [
+    "/portal/settings/",
+    "/portal/webhooks/",
+    "/portal/team/",
+    "/portal/locations/",
+]
+
+
+@pytest.fixture
+def members(owner):
+    uptown = LocationFactory(account=owner, name="Uptown")
+    return [
+        member_client(owner, role=role, locations=[uptown], email=f"{role}@example.com")
+        for role in ("manager", "viewer")
+    ]
+
+
+@pytest.mark.parametrize("path", MEMBER_PAGES)
+def test_every_page_opens_for_members(members, path):
+    for client in members:
+        response = client.get(path)
+        assert response.status_code == 200, (client.user.role, path)
+        assert "no-store" in response["Cache-Control"]
+        assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize("path", OWNER_ONLY_PAGES)
+def test_the_accounts_own_pages_are_a_403_for_members_and_open_for_the_owner(
+    members, browser, path
+):
+    for client in members:
+        assert client.get(path).status_code == 403
+    assert browser.get(path).status_code == 200
+
+
+def test_a_member_sees_times_in_the_accounts_time_zone(members, owner):
+    assert members[0].user.time_zone != owner.time_zone
+    html = members[0].get("/").content.decode()
+    assert f"Times are shown in {owner.time_zone}." in html
+    assert owner.business_name in html
+
+
+def test_a_members_navigation_leaves_out_the_owners_pages(members):
+    html = members[0].get("/").content.decode()
+    assert 'href="/portal/webhooks/"' not in html
+    assert 'href="/portal/settings/"' not in html
+    assert 'href="/portal/settings/sites/' in html  # their Settings

@@ -9,19 +9,30 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import User
+from accounts.services import member_add
 from reviews.models import Click, Feedback, Message, OptOutEvent, ReviewRequest, ReviewSite
 from reviews.services import contact_add
 from tests.factories import UserFactory
 from tests.support.contacts import contact_input
 
 
-def add_request(owner, *, created_at: datetime | None = None, **contact) -> ReviewRequest:
-    """A new review request through ``contact_add`` (the owner's policy plans the steps).
-    ``created_at`` backdates it (the funnel counts requests by when they were added)."""
-    result = contact_add(owner=owner, data=contact_input(owner, contact))
+def add_request(
+    owner, *, created_at: datetime | None = None, location=None, **contact
+) -> ReviewRequest:
+    """A new review request through ``contact_add`` (the owner's policy plans the steps), at
+    ``location`` (``None``: the default one). ``created_at`` backdates it (the funnel counts
+    requests by when they were added)."""
+    result = contact_add(
+        owner=owner,
+        data=contact_input(owner, contact),
+        location_id=location.pk if location is not None else None,
+    )
     request = result.review_request
     if created_at is not None:
         ReviewRequest.objects.filter(pk=request.pk).update(
@@ -181,3 +192,31 @@ def seeded_owner() -> User:
     )
     seed_business(owner)
     return owner
+
+
+# --- Members --------------------------------------------------------------------------------------
+
+MEMBER_PASSWORD = "a long member passphrase 42"
+
+
+def member_client(owner, *, role: str, locations, email: str) -> Client:
+    """A client logged in as a new member of ``owner``'s account (``client.user``)."""
+    member = member_add(
+        account=owner,
+        email=email,
+        password=MEMBER_PASSWORD,
+        role=role,
+        location_ids=[location.pk for location in locations],
+    )
+    client = Client()
+    client.force_login(member)
+    client.user = member  # type: ignore[attr-defined]
+    return client
+
+
+def query_count(client: Client, path: str) -> int:
+    """The queries of a page once its caches are warm (it is fetched twice)."""
+    assert client.get(path).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(path).status_code == 200
+    return len(queries)

@@ -11,6 +11,8 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 from oauth_provider.models import Connection
 from oauth_provider.services import connection_revoke
 from tests.support.oauth import issue_tokens, make_application
+from tests.support.portal_data import member_client, query_count
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +89,55 @@ def test_several_connections_to_one_app_are_one_entry_with_a_count(browser, owne
     assert "6 connections" in html
     assert "3\xa0hours ago" in html
     assert html.count('aria-label="Disconnect Zapier (connected') == 6  # each still separable
+
+
+def test_a_business_with_one_location_sees_the_page_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "apps", "/portal/apps/")
+
+
+# --- Members --------------------------------------------------------------------------------------
+
+
+def test_the_owner_sees_everybodys_connections_with_who_connected_each(
+    browser, owner, manager, other_owner
+):
+    issue_tokens(owner, application=make_application(name="Zapier"))
+    issue_tokens(manager.user, application=make_application(name="Make"))
+    issue_tokens(other_owner, application=make_application(name="Someone else's app"))
+    response = browser.get(URL)
+    assert sorted(app.name for app in response.context["apps"]) == ["Make", "Zapier"]
+    html = response.content.decode()
+    assert "<dt>Connected by</dt><dd>manager@example.com" in html
+    assert html.count("Connected by") == 1  # the owner's own say nothing
+
+
+def test_a_member_sees_and_disconnects_only_their_own_connections(owner, manager, viewer):
+    issue_tokens(owner, application=make_application(name="Zapier"))
+    issue_tokens(manager.user, application=make_application(name="Make"))
+    issue_tokens(viewer.user, application=make_application(name="Sheets"))
+    assert [app.name for app in manager.get(URL).context["apps"]] == ["Make"]
+    owners = Connection.objects.get(user=owner)
+    assert manager.get(f"/portal/apps/{owners.pk}/disconnect/").status_code == 404
+    assert manager.post(f"/portal/apps/{owners.pk}/disconnect/").status_code == 404
+    theirs = Connection.objects.get(user=viewer.user)
+    assert manager.post(f"/portal/apps/{theirs.pk}/disconnect/").status_code == 404
+    assert viewer.post(f"/portal/apps/{theirs.pk}/disconnect/").status_code == 302  # their own
+    assert not Connection.objects.with_active().get(pk=theirs.pk).active
+    assert Connection.objects.with_active().get(pk=owners.pk).active
+
+
+def test_the_owner_disconnects_a_members_app(browser, manager):
+    issue_tokens(manager.user, application=make_application(name="Make"))
+    theirs = Connection.objects.get(user=manager.user)
+    assert browser.post(f"/portal/apps/{theirs.pk}/disconnect/").status_code == 302
+    assert not Connection.objects.with_active().get(pk=theirs.pk).active
+
+
+def test_the_apps_page_costs_the_same_queries_with_more_members(browser, owner, locations):
+    issue_tokens(owner, application=make_application(name="Zapier"))
+    few = query_count(browser, URL)
+    for n in range(4):
+        member = member_client(owner, role="viewer", locations=locations, email=f"v{n}@example.com")
+        issue_tokens(member.user, application=make_application(name=f"App {n}"))
+    assert query_count(browser, URL) == few

@@ -13,8 +13,10 @@ from django.core.exceptions import ValidationError
 
 from reviews.models import BusinessSettings, MessageTemplate, ReviewSite
 from reviews.rendering import SAMPLE_TOKEN
-from reviews.services import review_sites_reorder
-from tests.factories import UserFactory
+from reviews.services import location_settings_update, review_sites_reorder
+from tests.factories import LocationFactory, UserFactory
+from tests.support.portal_data import member_client, query_count
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -390,3 +392,219 @@ class TestSites:
             with pytest.raises(ValidationError):
                 review_sites_reorder(owner=owner, site_ids=ids)
         assert review_sites_reorder(owner=owner, site_ids=[mine.pk]) == [mine]
+
+
+def test_a_business_with_one_location_sees_the_pages_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "settings", "/portal/settings/")
+    assert_page_unchanged(client, "sites", "/portal/settings/sites/")
+    assert_page_unchanged(client, "messages", "/portal/settings/messages/")
+    assert_page_unchanged(client, "message_sms_1", "/portal/settings/messages/sms/1/")
+    assert_page_unchanged(client, "message_email_0", "/portal/settings/messages/email/0/")
+
+
+# --- Members and locations ------------------------------------------------------------------------
+
+
+def chosen(location) -> str:
+    return f"?location={location.pk}"
+
+
+def test_business_settings_are_the_owners_only(owner, locations, manager, viewer):
+    for client in (manager, viewer):
+        assert client.get(URL).status_code == 403
+        assert client.get(URL + chosen(locations[1])).status_code == 403
+        assert client.post(URL, form_data(business_name="Hijacked")).status_code == 403
+    owner.refresh_from_db()
+    assert owner.business_name != "Hijacked"
+
+
+def test_with_a_location_chosen_the_owner_edits_what_it_sends_blank_being_the_accounts(
+    browser, owner, locations
+):
+    uptown = locations[1]
+    page = browser.get(URL + chosen(uptown))
+    assert page.status_code == 200
+    assert "What Uptown sends" in page.content.decode()
+    answer = browser.post(
+        URL + chosen(uptown),
+        {
+            "sender_name": "Uptown Clinic",
+            "postal_address": "",
+            "send_window_start": "08:00",
+            "send_window_end": "18:00",
+            "send_window_applies_to": "",
+        },
+    )
+    assert answer.status_code == 302 and answer["Location"] == URL + chosen(uptown)
+    policy = BusinessSettings.for_owner(owner)
+    at_uptown = policy.at(uptown.pk)
+    assert at_uptown.sender_name == "Uptown Clinic"
+    assert at_uptown.postal_address == policy.postal_address  # blank: the account's
+    assert (at_uptown.send_window_start, at_uptown.send_window_end) == (time(8), time(18))
+    assert policy.at(locations[2].pk).sender_name == policy.sender_name
+    assert policy.sender_name != "Uptown Clinic"  # the account's unchanged
+
+
+def test_a_location_window_with_one_end_is_refused_next_to_the_field(browser, locations):
+    page = browser.post(
+        URL + chosen(locations[1]),
+        {"send_window_start": "08:00", "send_window_end": "", "send_window_applies_to": ""},
+    )
+    assert page.status_code == 200
+    assert "Give both ends of the sending hours, or neither." in page.content.decode()
+
+
+def test_all_locations_edits_the_accounts_settings_as_before(browser, owner, locations):
+    page = browser.get(URL)
+    assert "The account's settings: every location uses them" in page.content.decode()
+    assert browser.post(URL, form_data(business_name="Renamed")).status_code == 302
+    owner.refresh_from_db()
+    assert owner.business_name == "Renamed"
+
+
+def test_a_manager_edits_the_review_sites_of_their_location(owner, locations, manager):
+    page = manager.get(SITES_URL)
+    assert page.status_code == 200
+    assert page.context["sites"] == []  # Uptown has none; Downtown's is not theirs
+    answer = manager.post(SITES_URL, {"url": "https://g.page/r/uptown/review"})
+    assert answer.status_code == 302 and answer["Location"] == SITES_URL + chosen(locations[1])
+    site = ReviewSite.objects.get(url="https://g.page/r/uptown/review")
+    assert site.location_id == locations[1].pk
+    assert [s.label for s in manager.get(SITES_URL).context["sites"]] == ["Google"]
+
+
+def test_the_owner_edits_a_chosen_locations_sites_and_none_chosen_is_the_defaults(
+    browser, owner, locations
+):
+    browser.post(SITES_URL + chosen(locations[2]), {"url": "https://g.page/r/airport/review"})
+    browser.post(SITES_URL + chosen(locations[2]), {"url": "https://www.trustpilot.com/review/a"})
+    airport = browser.get(SITES_URL + chosen(locations[2]))
+    assert [s.label for s in airport.context["sites"]] == ["Google", "Trustpilot"]
+    assert "Review sites of Airport" in airport.content.decode()
+    default = browser.get(SITES_URL)
+    assert [s.location_id for s in default.context["sites"]] == [None]  # the owner fixture's
+    assert "Review sites of Downtown, the default location" in default.content.decode()
+    trustpilot = ReviewSite.objects.get(label="Trustpilot")
+    moved = browser.post(
+        f"{SITES_URL}{trustpilot.pk}/move/{chosen(locations[2])}", {"direction": "up"}
+    )
+    assert moved["Location"] == f"{SITES_URL}{chosen(locations[2])}#site-{trustpilot.pk}"
+    airport = browser.get(SITES_URL + chosen(locations[2]))
+    assert [s.label for s in airport.context["sites"]] == ["Trustpilot", "Google"]
+
+
+def test_a_manager_cannot_touch_another_locations_sites(owner, locations, manager):
+    downtown = ReviewSite.objects.get(owner=owner)
+    assert manager.get(SITES_URL + chosen(locations[0])).status_code == 404
+    assert manager.post(f"{SITES_URL}{downtown.pk}/remove/").status_code == 404
+    assert manager.post(f"{SITES_URL}{downtown.pk}/move/", {"direction": "down"}).status_code == 404
+    assert ReviewSite.objects.filter(pk=downtown.pk).exists()
+
+
+def test_a_viewer_sees_the_sites_and_wording_without_forms_and_cannot_write(
+    owner, locations, viewer
+):
+    site = ReviewSite.objects.create(
+        owner=owner, location=locations[1], url="https://g.page/r/up/review", label="Google"
+    )
+    html = viewer.get(SITES_URL).content.decode()
+    assert "https://g.page/r/up/review" in html
+    assert "/remove/" not in html and "Add a review site" not in html
+    assert viewer.post(SITES_URL, {"url": "https://g.page/r/x/review"}).status_code == 403
+    assert viewer.post(f"{SITES_URL}{site.pk}/remove/").status_code == 403
+    assert viewer.post(f"{SITES_URL}{site.pk}/move/", {"direction": "up"}).status_code == 403
+    edit = viewer.get("/portal/settings/messages/sms/0/")
+    assert edit.status_code == 200
+    assert 'id="template-form"' not in edit.content.decode()
+    assert 'data-testid="wording"' in edit.content.decode()
+    saved = viewer.post(
+        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Hi {review_link}"}
+    )
+    assert saved.status_code == 403
+    assert viewer.post("/portal/settings/messages/sms/0/reset/").status_code == 403
+    assert ReviewSite.objects.count() == 2 and not MessageTemplate.objects.exists()
+
+
+SMS_BODY = "{business_name}: how did we do, {first_name}? {review_link}"
+
+
+def test_a_location_gets_its_own_wording_the_others_keep_the_accounts(browser, owner, locations):
+    browser.post(
+        "/portal/settings/messages/sms/0/",
+        {"action": "save", "body": "Account: " + SMS_BODY},
+    )
+    editor = browser.get("/portal/settings/messages/sms/0/" + chosen(locations[1]))
+    assert editor.context["form"]["body"].value().startswith("Account: ")  # the fallback
+    assert "Uptown uses the account's wording" in editor.content.decode()
+    answer = browser.post(
+        "/portal/settings/messages/sms/0/" + chosen(locations[1]),
+        {"action": "save", "body": "Uptown: " + SMS_BODY},
+    )
+    assert answer["Location"] == "/portal/settings/messages/sms/0/" + chosen(locations[1])
+    own = MessageTemplate.objects.get(location=locations[1])
+    assert own.body.startswith("Uptown: ")
+    account = MessageTemplate.objects.get(location__isnull=True)
+    assert account.body.startswith("Account: ")
+    listed = browser.get("/portal/settings/messages/" + chosen(locations[1])).content.decode()
+    assert "Its own wording" in listed
+    airport = browser.get("/portal/settings/messages/" + chosen(locations[2])).content.decode()
+    assert "The account's wording" in airport and "Its own wording" not in airport
+    browser.post("/portal/settings/messages/sms/0/reset/" + chosen(locations[1]))
+    assert not MessageTemplate.objects.filter(location=locations[1]).exists()
+    assert MessageTemplate.objects.filter(location__isnull=True).exists()
+
+
+def test_the_preview_uses_the_locations_settings(browser, owner, locations):
+    location_settings_update(
+        owner=owner, location_id=locations[1].pk, changes={"sender_name": "Uptown Desk"}
+    )
+    page = browser.get("/portal/settings/messages/email/0/" + chosen(locations[1]))
+    assert "Uptown Desk" in page.content.decode()
+    assert "Uptown Desk" not in browser.get("/portal/settings/messages/email/0/").content.decode()
+
+
+def test_a_manager_edits_their_locations_wording_never_the_accounts(owner, locations, manager):
+    answer = manager.post(
+        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Manager: " + SMS_BODY}
+    )
+    assert answer.status_code == 302
+    saved = MessageTemplate.objects.get()
+    assert saved.location_id == locations[1].pk
+    other = manager.get("/portal/settings/messages/sms/0/" + chosen(locations[2]))
+    assert other.status_code == 404
+    assert "All locations" not in manager.get("/portal/settings/messages/").content.decode()
+
+
+def test_the_settings_pages_show_the_switcher_and_keep_the_choice(browser, owner, locations):
+    html = browser.get(SITES_URL + chosen(locations[1])).content.decode()
+    assert 'data-testid="location-switcher"' in html
+    assert "All locations (the account's settings)" in html
+    assert f'href="/portal/settings/messages/{chosen(locations[1])}"' in html
+    assert f'href="/portal/settings/{chosen(locations[1])}"' in html
+
+
+@pytest.mark.parametrize(
+    "path", [URL, SITES_URL, "/portal/settings/messages/", "/portal/settings/messages/sms/1/"]
+)
+def test_settings_pages_cost_the_same_queries_with_more_locations_and_members(
+    browser, owner, locations, manager, path
+):
+    owner_few = query_count(browser, path)
+    manager_few = query_count(manager, path) if path != URL else None
+    more = [LocationFactory(account=owner, name=f"Extra {n}") for n in range(4)]
+    for n in range(3):
+        member_client(owner, role="manager", locations=more, email=f"m{n}@example.com")
+    assert query_count(browser, path) == owner_few
+    if manager_few is not None:
+        assert query_count(manager, path) == manager_few
+
+
+def test_a_member_given_no_location_never_edits_the_accounts_wording(owner, locations):
+    nowhere = member_client(owner, role="manager", locations=[], email="nowhere@example.com")
+    assert nowhere.get("/portal/settings/messages/").status_code == 403
+    answer = nowhere.post(
+        "/portal/settings/messages/sms/0/", {"action": "save", "body": "Mine: " + SMS_BODY}
+    )
+    assert answer.status_code == 403 and not MessageTemplate.objects.exists()
+    assert nowhere.get(SITES_URL).status_code == 403

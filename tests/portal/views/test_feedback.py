@@ -9,7 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.support.portal_data import add_request, leave_feedback
+from tests.factories import LocationFactory
+from tests.support.portal_data import add_request, leave_feedback, query_count
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -68,3 +70,67 @@ def test_the_dashboard_counts_the_feedback_of_the_period(browser, owner, other_o
     assert browser.get("/", {"period": "30"}).context["feedback_count"] == 2
     html = browser.get("/", {"period": "all"}).content.decode()
     assert re.search(r'data-testid="feedback-count".*?<strong>3</strong>', html, re.S)
+
+
+def test_a_business_with_one_location_sees_the_page_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "feedback", "/portal/feedback/")
+
+
+# --- Members and locations ------------------------------------------------------------------------
+
+
+def feedback_at(owner, location, text: str):
+    request = add_request(
+        owner, first_name=location.name, email=f"{location.name}@example.com", location=location
+    )
+    leave_feedback(request, at=timezone.now(), text=text)
+    return request
+
+
+def test_a_member_reads_the_feedback_of_their_locations_only(owner, locations, manager, viewer):
+    feedback_at(owner, locations[0], "Downtown note")
+    feedback_at(owner, locations[1], "Uptown note")
+    feedback_at(owner, locations[2], "Airport note")
+    for client in (manager, viewer):
+        response = client.get("/portal/feedback/")
+        assert response.status_code == 200
+        assert texts(response) == ["Uptown note"]
+    assert manager.get("/").context["feedback_count"] == 1
+
+
+def test_the_owner_reads_one_locations_feedback_and_its_count(browser, owner, locations):
+    feedback_at(owner, locations[0], "Downtown note")
+    feedback_at(owner, locations[2], "Airport note")
+    assert sorted(texts(browser.get("/portal/feedback/"))) == ["Airport note", "Downtown note"]
+    chosen = {"location": str(locations[2].pk)}
+    assert texts(browser.get("/portal/feedback/", chosen)) == ["Airport note"]
+    assert browser.get("/", chosen).context["feedback_count"] == 1
+    assert browser.get("/").context["feedback_count"] == 2
+
+
+def test_feedback_pages_keep_the_location_chosen(browser, owner, locations):
+    request = add_request(owner, first_name="Up", email="up@example.com", location=locations[1])
+    now = timezone.now()
+    for n in range(27):
+        leave_feedback(request, at=now - timedelta(minutes=n), text=f"Note {n}")
+    feedback_at(owner, locations[0], "Downtown note")
+    first = browser.get("/portal/feedback/", {"location": str(locations[1].pk)})
+    link = re.search(r'<a href="([^"]*)" rel="next">', first.content.decode())
+    assert link and f"location={locations[1].pk}" in link[1]
+    second = browser.get("/portal/feedback/" + link[1].replace("&amp;", "&"))
+    assert texts(second) == ["Note 25", "Note 26"]
+
+
+def test_the_feedback_page_costs_the_same_queries_with_more_locations(
+    browser, owner, locations, manager
+):
+    feedback_at(owner, locations[1], "Uptown note")
+    owner_few, manager_few = (
+        query_count(browser, "/portal/feedback/"),
+        query_count(manager, "/portal/feedback/"),
+    )
+    for n in range(4):
+        feedback_at(owner, LocationFactory(account=owner, name=f"Extra{n}"), f"Extra {n}")
+    assert query_count(browser, "/portal/feedback/") == owner_few
+    assert query_count(manager, "/portal/feedback/") == manager_few

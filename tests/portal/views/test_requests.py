@@ -12,12 +12,24 @@ from datetime import date, datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import Location
 from reviews.models import Click, Message, ReviewRequest, ReviewSite
 from reviews.services import (
     review_site_add,
 )
+from tests.factories import LocationFactory, UserFactory
 from tests.support.delivery import email_request
-from tests.support.portal_data import add_request, click, fail, leave_feedback, opt_out, send_first
+from tests.support.portal_data import (
+    add_request,
+    click,
+    fail,
+    leave_feedback,
+    member_client,
+    opt_out,
+    query_count,
+    send_first,
+)
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -377,3 +389,164 @@ def test_the_portal_shows_the_banner_and_the_waiting_request(siteless, client):
 
     review_site_add(owner=siteless, url="https://g.page/r/acme/review")
     assert "your review requests are waiting" not in client.get("/").content.decode()
+
+
+def test_a_business_with_one_location_sees_the_pages_it_saw_before(golden):
+    client, _, sent = golden
+    assert_page_unchanged(client, "dashboard", "/")
+    assert_page_unchanged(client, "request", f"/portal/requests/{sent.pk}/")
+    assert_page_unchanged(client, "request_cancel", f"/portal/requests/{sent.pk}/cancel/")
+
+
+# --- Members and locations ------------------------------------------------------------------------
+
+
+def at_each(owner, locations) -> dict[str, ReviewRequest]:
+    """One request at each location, named after it."""
+    return {
+        location.name: add_request(
+            owner,
+            first_name=location.name,
+            email=f"{location.name.lower()}@example.com",
+            location=location,
+        )
+        for location in locations
+    }
+
+
+def switcher(response) -> list[str]:
+    """The switcher's options as shown, or [] when the page shows none."""
+    page = response.content.decode()
+    if 'data-testid="location-switcher"' not in page:
+        return []
+    form = page[page.index('data-testid="location-switcher"') :]
+    form = form[: form.index("</select>")]
+    return re.findall(r"<option [^>]*>([^<]+)</option>", form)
+
+
+def test_a_manager_sees_and_opens_the_requests_of_their_locations_only(owner, locations, manager):
+    made = at_each(owner, locations)
+    response = manager.get("/")
+    assert response.status_code == 200
+    assert names(response) == ["Uptown"]
+    assert response.context["request"].access.owner == owner
+    assert owner.business_name in response.content.decode()
+    assert manager.get(f"/portal/requests/{made['Uptown'].pk}/").status_code == 200
+    for other in ("Downtown", "Airport"):
+        assert manager.get(f"/portal/requests/{made[other].pk}/").status_code == 404
+        assert manager.get(f"/portal/requests/{made[other].pk}/cancel/").status_code == 404
+        assert manager.post(f"/portal/requests/{made[other].pk}/cancel/").status_code == 404
+        made[other].refresh_from_db()
+        assert made[other].is_active
+
+
+def test_a_manager_of_the_default_location_sees_its_requests_with_no_location(owner, locations):
+    unplaced = add_request(owner, first_name="Old", email="old@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)  # written before locations
+    client = member_client(owner, role="manager", locations=[locations[0]], email="d@example.com")
+    assert names(client.get("/")) == ["Old"]
+
+
+def test_a_manager_cancels_a_request_of_their_location(owner, locations, manager):
+    mine = at_each(owner, locations)["Uptown"]
+    assert manager.post(f"/portal/requests/{mine.pk}/cancel/").status_code == 302
+    mine.refresh_from_db()
+    assert mine.status == ReviewRequest.Status.CANCELLED
+
+
+def test_a_viewer_reads_and_cannot_cancel(owner, locations, viewer):
+    mine = at_each(owner, locations)["Uptown"]
+    page = viewer.get(f"/portal/requests/{mine.pk}/")
+    assert page.status_code == 200
+    assert "Cancel this request" not in page.content.decode()
+    assert viewer.get(f"/portal/requests/{mine.pk}/cancel/").status_code == 403
+    assert viewer.post(f"/portal/requests/{mine.pk}/cancel/").status_code == 403
+    mine.refresh_from_db()
+    assert mine.is_active
+
+
+def test_the_owner_chooses_a_location_all_locations_first(browser, owner, locations):
+    at_each(owner, locations)
+    everything = browser.get("/")
+    assert switcher(everything) == ["All locations", "Downtown", "Uptown", "Airport"]
+    assert sorted(names(everything)) == ["Airport", "Downtown", "Uptown"]
+    uptown = browser.get("/", {"location": str(locations[1].pk)})
+    assert names(uptown) == ["Uptown"]
+    html = uptown.content.decode()
+    assert f'<option value="{locations[1].pk}" selected>Uptown</option>' in html
+    assert f'href="/portal/feedback/?location={locations[1].pk}"' in html  # kept in the links
+    assert f'name="location" value="{locations[1].pk}"' in html  # and in the filter form
+
+
+def test_the_choice_is_kept_by_the_filters_and_pages(browser, owner, locations):
+    now = timezone.now()
+    for n in range(27):
+        add_request(
+            owner,
+            first_name=f"Up{n:02d}",
+            email=f"up{n}@example.com",
+            location=locations[1],
+            created_at=now - timedelta(minutes=n),
+        )
+    add_request(owner, first_name="Down", email="down@example.com", location=locations[0])
+    first = browser.get("/", {"location": str(locations[1].pk), "status": "scheduled"})
+    second = browser.get(html.unescape(older_link(first)))
+    assert names(second) == ["Up25", "Up26"]
+
+
+def test_a_member_with_one_location_sees_no_switcher_and_one_with_several_does(
+    owner, locations, manager
+):
+    assert switcher(manager.get("/")) == []
+    two = member_client(
+        owner, role="viewer", locations=[locations[2], locations[0]], email="two@example.com"
+    )
+    assert switcher(two.get("/")) == ["All locations", "Downtown", "Airport"]
+
+
+def test_a_location_the_user_does_not_reach_is_not_found(browser, owner, locations, manager):
+    assert manager.get("/", {"location": str(locations[0].pk)}).status_code == 404
+    assert manager.get("/", {"location": "not-a-uuid"}).status_code == 404
+    other = Location.objects.exclude(account=owner).first() or Location.objects.create(
+        account=UserFactory(), name="Elsewhere", time_zone="UTC"
+    )
+    assert browser.get("/", {"location": str(other.pk)}).status_code == 404
+
+
+def test_a_request_names_its_location_when_the_account_has_several(browser, owner, locations):
+    mine = at_each(owner, locations)["Airport"]
+    html = browser.get(f"/portal/requests/{mine.pk}/").content.decode()
+    assert "<dt>Location</dt><dd>Airport</dd>" in html
+
+
+def test_the_dashboard_costs_the_same_queries_with_more_locations_and_members(
+    browser, owner, locations, manager
+):
+    at_each(owner, locations)
+    owner_few, manager_few = query_count(browser, "/"), query_count(manager, "/")
+    more = [LocationFactory(account=owner, name=f"Extra{n}") for n in range(4)]
+    at_each(owner, more)
+    for n in range(4):
+        member_client(owner, role="viewer", locations=more, email=f"v{n}@example.com")
+    assert query_count(browser, "/") == owner_few
+    assert query_count(manager, "/") == manager_few
+    detail = f"/portal/requests/{ReviewRequest.objects.filter(location=locations[1]).get().pk}/"
+    # A member's access is two queries (their account, their locations: access_for).
+    assert query_count(manager, detail) <= query_count(browser, detail) + 2
+
+
+def test_the_funnel_and_chart_count_the_location_chosen_or_the_members_locations(
+    browser, owner, locations, manager
+):
+    at_each(owner, locations)
+    add_request(owner, first_name="Up2", email="up2@example.com", location=locations[1])
+
+    def added(client, **params) -> tuple[int, int]:
+        """The funnel's requests added, and the chart's first series (added) summed."""
+        context = client.get("/", {"period": "7", **params}).context
+        return context["funnel"].added, sum(context["activity"].series[0].counts)
+
+    assert added(browser) == (4, 4)  # All locations: the whole account
+    assert added(browser, location=str(locations[1].pk)) == (2, 2)
+    assert added(browser, location=str(locations[2].pk)) == (1, 1)
+    assert added(manager) == (2, 2)  # Uptown, theirs

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from events.models import EventType, WebhookDelivery, WebhookSubscription
 from events.services import event_record, webhook_subscription_create
+from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -77,4 +78,21 @@ def test_another_owners_subscription_cannot_be_removed(other_browser, owner):
     url = f"/portal/webhooks/{hook.pk}/remove/"
     assert other_browser.get(url).status_code == 404
     assert other_browser.post(url).status_code == 404
+    assert WebhookSubscription.objects.filter(pk=hook.pk).exists()
+
+
+def test_a_business_with_one_location_sees_the_page_it_saw_before(golden):
+    client, _, _ = golden
+    assert_page_unchanged(client, "webhooks", "/portal/webhooks/")
+
+
+def test_the_webhooks_pages_are_the_owners_only(owner, manager, viewer):
+    hook = webhook_subscription_create(
+        owner=owner, event=EventType.REVIEW_REQUEST_CLICKED, target_url=TARGET
+    )
+    for client in (manager, viewer):
+        assert client.get(URL).status_code == 403
+        assert client.get(f"/portal/webhooks/{hook.pk}/remove/").status_code == 403
+        assert client.post(f"/portal/webhooks/{hook.pk}/remove/").status_code == 403
+        assert 'href="/portal/webhooks/"' not in client.get("/").content.decode()
     assert WebhookSubscription.objects.filter(pk=hook.pk).exists()
