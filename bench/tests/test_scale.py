@@ -108,9 +108,7 @@ def test_every_measured_page_answers_on_the_data_set(loaded):
         assert kind in scale.TARGET_MS
         page = scale._resolve(url, str(owner.pk))
         figures = scale.timed(lambda: clients[who].get(page).status_code, 1)  # noqa: B023
-        # 403: a portal that still serves the owner only (before issue 37's member pages).
-        allowed = {200, 403} if who == "manager" else {200}
-        assert figures["status"] in allowed, (name, url, figures["status"])
+        assert figures["status"] == 200, (name, url, figures["status"])
         assert figures["queries"] > 0
 
 
