@@ -16,7 +16,7 @@ one that has a request at one of their locations (``reviews.selectors.contacts_v
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Q
@@ -41,15 +41,18 @@ class Access:
         return self.account_location_ids[0] if self.account_location_ids else None
 
 
-def access_for(user: User) -> Access:
+def access_for(user: User, *, owner_location_ids: Iterable[uuid.UUID] | None = None) -> Access:
     """The access of a logged-in user (an owner or a member): two queries for a member (the
-    owner, the locations), one for an owner."""
+    owner, the locations), one for an owner, none for an owner whose locations the caller has
+    already read in order (``owner_location_ids``: the portal reads them cached with the
+    account's settings)."""
     owner = user.account if user.account_id is not None else user
     assert owner is not None
     locations = Location.objects.filter(account_id=owner.pk).order_by("position", "created_at")
     if user.account_id is None:
-        ids = tuple(locations.values_list("pk", flat=True))
-        return Access(user, owner, Role.OWNER, None, ids)
+        if owner_location_ids is None:
+            owner_location_ids = locations.values_list("pk", flat=True)
+        return Access(user, owner, Role.OWNER, None, tuple(owner_location_ids))
     given = User.locations.through.objects.filter(user_id=user.pk, location_id=OuterRef("pk"))
     rows = list(locations.annotate(given=Exists(given)).values_list("pk", "given"))
     return Access(

@@ -32,7 +32,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
 from accounts.access import Access, access_for, can_manage_account, can_write
-from accounts.models import Role, User
+from accounts.models import User
 from reviews.models import BusinessSettings, LocationPolicy
 
 # Scripts and styles from this origin only (one stylesheet, one small script, no inline code);
@@ -109,19 +109,13 @@ def owner_page(
 
 
 def _access(user: User) -> Access:
-    """``accounts.access.access_for(user)``; for an owner, read from the locations cached with
-    the account's settings (``BusinessSettings.for_owner``, which the pages read anyway), so an
+    """``accounts.access.access_for(user)``; an owner's locations read from the cache of the
+    account's settings (``BusinessSettings.for_owner``, which the pages read anyway), so an
     owner's page costs no query more than before members existed."""
     if user.is_member:
         return access_for(user)
     locations = BusinessSettings.for_owner(user).locations
-    return Access(
-        user=user,
-        owner=user,
-        role=Role.OWNER,
-        location_ids=None,
-        account_location_ids=tuple(location.id for location in locations),
-    )
+    return access_for(user, owner_location_ids=[location.id for location in locations])
 
 
 def require_write(request: OwnerRequest) -> None:
