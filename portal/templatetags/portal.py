@@ -10,22 +10,41 @@ from django.template import Context
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from reviews.models import BusinessSettings
+from accounts.access import reaches
+from reviews.models import BusinessSettings, ReviewRequest, UnknownLocation
 
 register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
 def review_site_missing(context: Context) -> bool:
-    """Whether the business lists no review site, so its review requests wait; with a
-    location chosen (``switcher``), whether that location lists none
+    """Whether requests the page shows may wait for a review site: with a location chosen
+    (``switcher``), whether it lists none; otherwise whether one of the locations the user
+    reaches lists none (one location: whether the business lists none)
     (``{% review_site_missing as no_site %}``; cached with its settings, no query)."""
     request = context["request"]
     policy = BusinessSettings.for_owner(request.access.owner)
     switcher = context.get("switcher")
     if switcher is not None and switcher.chosen is not None:
         return not policy.at(switcher.chosen.id).has_review_site
-    return not policy.has_review_site
+    if not policy.locations:
+        return not policy.has_review_site
+    return any(
+        not location.has_review_site
+        for location in policy.locations
+        if reaches(request.access, location.id)
+    )
+
+
+@register.simple_tag(takes_context=True)
+def waits_for_review_site(context: Context, review_request: ReviewRequest) -> bool:
+    """Whether ``review_request`` waits for a review site: its location lists none
+    (``{% waits_for_review_site item as waiting %}``; cached with the settings, no query)."""
+    policy = BusinessSettings.for_owner(context["request"].access.owner)
+    try:
+        return not policy.at(review_request.location_id).has_review_site
+    except UnknownLocation:
+        return False
 
 
 @register.filter

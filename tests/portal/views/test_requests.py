@@ -17,7 +17,7 @@ from reviews.models import Click, Message, ReviewRequest, ReviewSite
 from reviews.services import (
     review_site_add,
 )
-from tests.factories import LocationFactory, UserFactory
+from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory
 from tests.support.delivery import email_request
 from tests.support.portal_data import (
     add_request,
@@ -550,3 +550,31 @@ def test_the_funnel_and_chart_count_the_location_chosen_or_the_members_locations
     assert added(browser, location=str(locations[1].pk)) == (2, 2)
     assert added(browser, location=str(locations[2].pk)) == (1, 1)
     assert added(manager) == (2, 2)  # Uptown, theirs
+
+
+def test_the_review_site_banner_and_the_waiting_label_follow_each_requests_location(
+    browser, owner, locations
+):
+    """Downtown and Airport list a review site, Uptown none: across all locations the banner
+    shows and only Uptown's request says it waits; Downtown's own pages show neither."""
+    downtown, uptown, airport = locations
+    ReviewSiteFactory(owner=owner, location=airport, url="https://g.page/r/airport/review")
+    made = at_each(owner, locations)
+    banner = "your review requests are waiting"
+
+    page = browser.get("/").content.decode()
+    assert banner in page
+    assert page.count("Waiting for a review site") == 1
+    assert "Waiting for a review site" in page[page.index("Uptown") :]
+    assert banner in browser.get(f"/portal/requests/{made['Uptown'].pk}/").content.decode()
+    for calm in ("Downtown", "Airport"):
+        detail = browser.get(f"/portal/requests/{made[calm].pk}/").content.decode()
+        assert banner not in detail
+    assert banner not in browser.get("/", {"location": str(downtown.pk)}).content.decode()
+
+    only_downtown = member_client(
+        owner, role="manager", locations=[downtown], email="d@example.com"
+    )
+    assert banner not in only_downtown.get("/").content.decode()
+    at_uptown = member_client(owner, role="viewer", locations=[uptown], email="u@example.com")
+    assert banner in at_uptown.get("/").content.decode()
