@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -20,10 +20,6 @@ from accounts.models import Location
 
 from ..sending_windows import WindowAppliesTo
 
-if TYPE_CHECKING:
-    from .business import ReviewSite
-    from .templates import MessageTemplate
-
 # What a NULL location is compared as in unique constraints: no location's id.
 NO_LOCATION = uuid.UUID(int=0)
 
@@ -34,7 +30,16 @@ def location_key(field: str = "location") -> Coalesce:
     return Coalesce(F(field), Value(NO_LOCATION), output_field=models.UUIDField())
 
 
-def check_location(row: ReviewSite | LocationSettings | MessageTemplate) -> None:
+class PlacedRow(Protocol):
+    """A row of an account at one of its locations: a review site, a location's settings, a
+    message template."""
+
+    owner_id: Any
+    location_id: Any
+    location: Any
+
+
+def check_location(row: PlacedRow) -> None:
     """A row's location is one of its owner's."""
     location = row.location if row.location_id is not None else None
     if location is not None and row.owner_id is not None and location.account_id != row.owner_id:
