@@ -1,8 +1,9 @@
 """Review data, one module per aggregate:
 
 * ``contacts``: ``Contact`` (dedup keys, channels, opt-outs) and the ``OptOutEvent`` audit;
-* ``business``: what a business configures: ``ReviewSite`` (per location) and
-  ``BusinessSettings`` (the policy: channels, follow-ups, cooldown, sending window);
+* ``sites``: ``ReviewSite``, a location's public review sites;
+* ``business``: ``BusinessSettings``, what a business configures (the policy: channels,
+  follow-ups, cooldown, sending window);
 * ``locations``: where a row is (``location_key``, ``LocationPolicy``) and what one location
   sets differently from its account (``LocationSettings``);
 * ``templates``: ``MessageTemplate``, a business's own wording;
@@ -17,7 +18,6 @@ from .business import (
     MAX_FOLLOW_UPS,
     BusinessSettings,
     PlannedStep,
-    ReviewSite,
     SendTime,
     default_follow_up_offsets,
 )
@@ -38,6 +38,7 @@ from .requests import (
     messages_for,
     new_public_token,
 )
+from .sites import ReviewSite
 from .templates import (
     MAX_EMAIL_TEMPLATE_CHARS,
     MAX_SMS_TEMPLATE_CHARS,

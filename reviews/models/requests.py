@@ -15,8 +15,10 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import Location
 
-from .business import PlannedStep, ReviewSite, location_key
+from .business import PlannedStep
 from .contacts import Channel, Contact
+from .locations import location_key
+from .sites import ReviewSite
 
 # --- Review requests ------------------------------------------------------------------------------
 
