@@ -31,7 +31,7 @@ from django.template.response import SimpleTemplateResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
-from accounts.access import Access, access_for, can_manage_account, can_write
+from accounts.access import Access, access_for, can_manage_account, can_write, reaches
 from accounts.models import User
 from reviews.models import BusinessSettings, LocationPolicy
 
@@ -168,7 +168,7 @@ def location_choice(request: OwnerRequest, *, all_allowed: bool = True) -> Locat
     options = [
         location
         for location in BusinessSettings.for_owner(access.owner).locations
-        if access.location_ids is None or location.id in access.location_ids
+        if reaches(access, location.id)
     ]
     raw = request.GET.get("location", "")
     chosen: LocationPolicy | None = None
