@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError, connection, migrations
-from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
@@ -16,6 +15,7 @@ from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupS
 from activity.services import activity_rollup_rebuild, activity_rollup_refresh
 from tests.activity.conftest import add_at, hour_start
 from tests.factories import LocationFactory, ReviewSiteFactory
+from tests.support.migrations import migrate, migrate_to_latest
 from tests.support.portal_data import send_first
 
 
@@ -41,17 +41,6 @@ def test_the_models_keep_the_tables_reviews_made():
 
 
 BEFORE_LOCATIONS = [("activity", "0001_initial")]
-
-
-def migrate(targets):
-    """Migrate to ``targets``; the historical apps there."""
-    MigrationExecutor(connection).migrate(targets)
-    return MigrationExecutor(connection).loader.project_state(targets).apps
-
-
-def migrate_to_latest():
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.fixture

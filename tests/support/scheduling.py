@@ -6,10 +6,11 @@ Chromium and the scale tests' rows, happen once; tests that lean on what an earl
 their module did keep working), and the units go out in collection order to whichever worker
 is free.
 
-This plugin puts the long tests first in that order, so that no worker is still running a long
-module after the others have finished: the tests that start the service's processes
-(``processes``) and the modules in ``LONG_MODULES``. The list is a hint only: a long test
-missing from it runs in its place and costs a longer end of the run, nothing else.
+This plugin hands out the longest modules first (longest processing time first), so that no
+worker is still running a long module after the others have finished: the modules in
+``LONG_MODULES``, longest first, then the other tests that start the service's processes
+(``processes``), then the rest. The figures are a hint only: a long module missing from the list
+runs in its place and costs a longer end of the run, nothing else.
 
 Loaded as a plugin (``-p tests.support.scheduling`` in pyproject's pytest options); applied in
 each worker's collection (every worker must collect the same order). Without xdist (``-n 0``,
@@ -22,40 +23,48 @@ from pathlib import Path
 
 import pytest
 
-# Long tests that start no service process: paths under tests/ (figures: PostgreSQL, one module
-# alone, on a busy 2-core machine).
-LONG_MODULES = frozenset(
-    {
-        "e2e/pytest_runs/test_test_database.py",  # a whole pytest run of its own (~15-40 s)
-        "e2e/pytest_runs/test_var_dir.py",  # a pytest collection of its own (~10-25 s)
-        "reviews/test_migrations.py",  # migrations run back and forth for each test (~40 s)
-        "config/test_settings.py",  # a fresh interpreter for each probe of the settings (~25 s)
-        "activity/test_selectors.py",  # two years of requests, days of rollup rows (~20 s)
-        "activity/test_owner_dashboard.py",  # two years of a busy business's rollup (~15 s)
-        "portal/test_selectors_scale.py",  # 33,000 requests loaded for the module (~13 s)
-        "reviews/admin/test_base_scale.py",  # the same for the back office's lists (~13 s)
-    }
-)
-
+# Seconds each module takes in make test's parallel run on a busy 2-core machine (paths under
+# tests/; rounded, from a timeline of one run): the order, not a budget.
+LONG_MODULES = {
+    "e2e/processes/test_faults.py": 145,  # a worker killed, PostgreSQL restarted, the broker
+    "reviews/migrations/test_0016_locations_for_existing_businesses.py": 90,
+    "reviews/migrations/test_0005_email_key_idna.py": 70,
+    "e2e/browser/test_dashboard.py": 58,
+    "activity/test_owner_dashboard.py": 45,  # two years of a busy business's rollup
+    "activity/test_selectors.py": 41,  # two years of requests, days of rollup rows
+    "e2e/processes/test_webhooks.py": 40,
+    "e2e/processes/test_delivery.py": 40,
+    "config/test_settings.py": 38,  # a fresh interpreter for each probe of the settings
+    "e2e/processes/test_procfile.py": 36,
+    "e2e/pytest_runs/test_test_database.py": 35,  # a whole pytest run of its own
+    "e2e/processes/test_zapier_app.py": 33,
+    "reviews/admin/test_base_scale.py": 23,  # 33,000 requests loaded for the module
+    "e2e/browser/test_activity_and_feedback.py": 23,
+    "e2e/browser/test_message_editor.py": 23,
+    "reviews/migrations/test_0012_activity_daily_rollup.py": 20,
+    "activity/test_migrations.py": 19,
+    "portal/views/test_requests.py": 19,
+}
+PROCESSES_SECONDS = 15  # a processes module not listed: after the listed ones
 TESTS_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _order(item: pytest.Item) -> int:
-    """0: starts the service's processes (the fault tests' module alone is over a minute);
-    1: long all the same; 2: the rest."""
-    if item.get_closest_marker("processes") is not None:
-        return 0
+def _seconds(item: pytest.Item) -> int:
     path = item.path
-    if path.is_relative_to(TESTS_ROOT) and path.relative_to(TESTS_ROOT).as_posix() in LONG_MODULES:
-        return 1
-    return 2
+    if path.is_relative_to(TESTS_ROOT):
+        seconds = LONG_MODULES.get(path.relative_to(TESTS_ROOT).as_posix())
+        if seconds is not None:
+            return seconds
+    if item.get_closest_marker("processes") is not None:
+        return PROCESSES_SECONDS
+    return 0
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
     """After every other plugin's hook (pytest-django's puts non-transactional database tests
-    first), the long tests to the front."""
+    first), the long modules to the front, longest first."""
     result = yield
     if hasattr(config, "workerinput"):  # a pytest-xdist worker
-        items.sort(key=_order)  # stable: within each kind the order stays
+        items.sort(key=lambda item: -_seconds(item))  # stable: a module stays together
     return result
