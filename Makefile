@@ -88,15 +88,21 @@ deploy-check: $(VENV)/.installed-dev
 # and ports. A test module is one unit of work, the long ones first (tests/support/scheduling.py).
 # Serially: make test PYTEST_ARGS="-n 0" (or PYTEST_XDIST=).
 PYTEST_XDIST ?= -n 4 --dist loadfile --no-loadscope-reorder
+# The suite starts some sixty Python processes (the workers, the service's processes, fresh
+# interpreters probing the settings, pytest runs of its own): they share one cache of compiled
+# modules and of pytest's rewritten test modules, under the virtualenv, instead of each
+# compiling every module again where the shell sets PYTHONDONTWRITEBYTECODE (~7 s of CPU a
+# worker at collection alone).
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache $(BIN)/python -m pytest
 
 test: lint typecheck check zapier-deps
-	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # The tests alone, without tests/e2e/ (the service's processes, Chromium, a live server, a pytest
 # of its own, the fuzzer): no lint, type-check or checks. In parallel as make test; on the
 # embedded default (no DATABASE_URL or REDIS_URL) 1.5 to 1.7 minutes on 2 cores.
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest $(PYTEST_XDIST) --ignore=tests/e2e $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_XDIST) --ignore=tests/e2e $(PYTEST_ARGS)
 
 # The Zapier app's packages, when Node.js is installed (its tests are skipped otherwise).
 zapier-deps:
@@ -119,7 +125,7 @@ bench-scale: $(VENV)/.installed-dev
 # The harness's own tests (rounds, pacing, reports, comparison, the wrk script); `make test`
 # collects tests/ only (pyproject's testpaths), so these run here.
 bench-test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest bench/tests $(PYTEST_ARGS)
+	$(PYTEST) bench/tests $(PYTEST_ARGS)
 
 # The committed OpenAPI schema, generated with the default limits and platform slug.
 schema: $(VENV)/.installed-dev
@@ -128,11 +134,11 @@ schema: $(VENV)/.installed-dev
 
 # schemathesis against a real gunicorn on the test database, with a real token (bounded in time).
 fuzz: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest tests/e2e/fuzz -m fuzz $(PYTEST_ARGS)
+	$(PYTEST) tests/e2e/fuzz -m fuzz $(PYTEST_ARGS)
 
 # Page screenshots (consent page, owner dashboard, admin dashboard) into docs/screenshots/.
 screenshots: $(VENV)/.installed-dev
-	SCREENSHOTS=1 $(BIN)/python -m pytest tests/e2e/browser -m browser -q $(PYTEST_ARGS)
+	SCREENSHOTS=1 $(PYTEST) tests/e2e/browser -m browser -q $(PYTEST_ARGS)
 
 lock:
 	$(BIN)/python -m pip install --quiet uv
