@@ -4,18 +4,16 @@ the rollup, and two years of requests for the query plans."""
 
 from __future__ import annotations
 
-import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
-from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Location
-from reviews.models import Contact, Message, ReviewRequest
+from reviews.models import Message, ReviewRequest
 from reviews.services import contact_add
 from tests.factories import ContactFactory, LocationFactory, ReviewSiteFactory, UserFactory
+from tests.support import scale_data
 from tests.support.contacts import contact_input
 from tests.support.delivery import new_phone
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
@@ -61,45 +59,9 @@ ROWS = 20_000
 def two_years_of_requests(business):
     """``ROWS`` requests of one business spread over two years (a few per cent of them in the
     last 30 days), one message each; a tenth failed, a third clicked. Then ANALYZE."""
-    rng = random.Random(26)
     now = timezone.now()
-    contacts = Contact.objects.bulk_create(
-        Contact(owner=business, email=f"p{i}@example.com", email_normalized=f"p{i}@example.com")
-        for i in range(ROWS)
-    )
-    requests, messages = [], []
-    for i, contact in enumerate(contacts):
-        at = now - timedelta(days=rng.uniform(0, HISTORY_DAYS))
-        failed = i % 10 == 0
-        request = ReviewRequest(
-            owner=business,
-            contact=contact,
-            status="failed" if failed else "completed",
-            scheduled_for=at,
-            sent_at=None if failed else at,
-            delivered_at=None if failed else at,
-            clicked_at=at if i % 3 == 0 and not failed else None,
-            failed_at=at if failed else None,
-            ended_at=at,
-        )
-        requests.append(request)
-        messages.append(
-            Message(
-                review_request=request,
-                step=0,
-                channel="email",
-                status="failed" if failed else "delivered",
-                failed_at=at if failed else None,
-                last_error_code=f"code-{i % 7}" if failed else "",
-                last_error="boom" if failed else "",
-            )
-        )
-    ReviewRequest.objects.bulk_create(requests, batch_size=5000)
-    ReviewRequest.objects.update(created_at=F("scheduled_for"))  # not auto_now_add's "now"
-    Message.objects.bulk_create(messages, batch_size=5000)
-    with connection.cursor() as cursor:
-        for model in (Contact, ReviewRequest, Message):
-            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    scale_data.load_history(business, count=ROWS, days=HISTORY_DAYS, now=now)
+    scale_data.analyze()
     return now
 
 

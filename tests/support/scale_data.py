@@ -43,6 +43,53 @@ FROM r CROSS JOIN generate_series(0, 2) AS s(step)
 """
 
 
+_HISTORY = """
+WITH g AS MATERIALIZED (
+    SELECT i, gen_random_uuid() AS contact_id, gen_random_uuid() AS request_id,
+           %(now)s - random() * %(days)s * interval '1 day' AS at, i %% 10 = 0 AS failed
+    FROM generate_series(0, %(count)s - 1) AS i
+), c AS (
+    INSERT INTO reviews_contact (
+        id, owner_id, first_name, last_name, company_name, email, email_normalized, phone,
+        metadata, source, sms_opt_out_source, email_opt_out_source, created_at, updated_at
+    )
+    SELECT contact_id, %(owner)s, '', '', '', 'p' || i || '@example.com',
+           'p' || i || '@example.com', '', '{}', 'api', '', '', %(now)s, %(now)s
+    FROM g
+), r AS (
+    INSERT INTO reviews_reviewrequest (
+        id, owner_id, contact_id, status, scheduled_for, token, ended_reason, ended_detail,
+        created_at, updated_at, sent_at, delivered_at, clicked_at, failed_at, ended_at
+    )
+    SELECT request_id, %(owner)s, contact_id,
+           CASE WHEN failed THEN 'failed' ELSE 'completed' END, at, md5(request_id::text), '',
+           '', at, at, CASE WHEN NOT failed THEN at END, CASE WHEN NOT failed THEN at END,
+           CASE WHEN i %% 3 = 0 AND NOT failed THEN at END, CASE WHEN failed THEN at END, at
+    FROM g
+)
+INSERT INTO reviews_message (
+    id, review_request_id, step, channel, status, planned_offset, to_address, attempts,
+    last_error, last_error_code, provider, provider_message_id, created_at, updated_at,
+    failed_at
+)
+SELECT gen_random_uuid(), request_id, 0, 'email',
+       CASE WHEN failed THEN 'failed' ELSE 'delivered' END, interval '0', '', 0,
+       CASE WHEN failed THEN 'boom' ELSE '' END,
+       CASE WHEN failed THEN 'code-' || i %% 7 ELSE '' END, '', '', %(now)s, %(now)s,
+       CASE WHEN failed THEN at END
+FROM g
+"""
+
+
+def load_history(owner, *, count: int, days: int, now) -> None:
+    """``count`` requests of ``owner`` (a contact each) spread at random over the ``days``
+    before ``now``, one e-mail message each: every tenth failed (error codes ``code-0`` to
+    ``code-6``), the others completed, a third of them clicked. The same rows each run."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setseed(0.26)")
+        cursor.execute(_HISTORY, {"owner": owner.pk, "count": count, "days": days, "now": now})
+
+
 def load_requests(owner, *, count: int, newest) -> None:
     """``count`` contacts of ``owner``, with a finished request each (three messages), created
     one second apart in threes, the newest at ``newest``."""

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.support.migrations import migrate, migrated_to
+from tests.support.migrations import migrate
 
 BEFORE_REKEY = [("reviews", "0004_covered_foreign_key_indexes")]
 REKEY = [("reviews", "0005_email_key_idna")]
@@ -17,10 +17,9 @@ FULL_WIDTH_DOT_COM_EXAMPLE = FULL_WIDTH_EXAMPLE + "\uff0e\uff43\uff4f\uff4d"  # 
 
 
 @pytest.fixture
-def old_apps(transactional_db):
-    """The schema just before the re-key, and back to the latest afterwards."""
-    with migrated_to(BEFORE_REKEY) as apps:
-        yield apps
+def old_apps(latest_after_the_module, transactional_db):
+    """The schema just before the re-key (the latest again after the module)."""
+    return migrate(BEFORE_REKEY)
 
 
 def make_contact(apps, owner, email, *, age_days, **fields):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.migrations import migrate, migrated_to
+from tests.support.migrations import migrate
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 BEFORE = [("reviews", "0013_activity_rollup_moved_to_activity"), ("accounts", "0001_initial")]
@@ -17,10 +17,9 @@ ENDED = ["clicked", "completed", "failed", "cancelled", "opted_out"]
 
 
 @pytest.fixture
-def apps_before_locations(transactional_db):
-    """The schema before locations, and back to the latest afterwards."""
-    with migrated_to(BEFORE) as apps:
-        yield apps
+def apps_before_locations(latest_after_the_module, transactional_db):
+    """The schema before locations (the latest again after the module)."""
+    return migrate(BEFORE)
 
 
 def old_owner(apps, email, **fields):
