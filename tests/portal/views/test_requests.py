@@ -590,7 +590,8 @@ def location_column(response) -> list[tuple[str, str]] | None:
         assert 'data-label="Location"' not in table
         return None
     return re.findall(
-        r'<a href="/portal/requests/[^"]+/">([^<]+)</a>.*?<td data-label="Location">([^<]*)</td>',
+        r'<a href="/portal/requests/[^"]+/">([^<]+)</a>'
+        r'.*?<td data-label="Location"[^>]*>([^<]*)</td>',
         table,
         re.S,
     )
