@@ -9,6 +9,7 @@ location chosen (``location_id``, which the caller checked they reach: ``pages.l
 * ``review_request_timeline`` (from ``reviews.selectors``, shared with the staff admin):
   everything that happened to one request, in order;
 * ``feedback_list``, ``feedback_count``: private feedback left on the owner's requests;
+  ``feedback_shared``: whether anyone besides the user reads it (the page says who does);
 * ``connected_apps``: the OAuth clients the user (the owner: anybody of the account)
   authorised that still hold live tokens.
 """
@@ -135,6 +136,16 @@ def feedback_count(
     if days:
         feedback = feedback.filter(created_at__gte=period_start(days=days))
     return feedback.count()
+
+
+def feedback_shared(*, access: Access) -> bool:
+    """Whether someone besides the user reads the feedback ``access`` reaches: for a member,
+    always (the owner reaches every location); for the owner, whether the account has members
+    (each reads the feedback of the locations they reach: ``accounts.access``). One query for
+    the owner, none for a member."""
+    if not can_manage_account(access):
+        return True
+    return User.objects.filter(account=access.owner).exists()
 
 
 # --- Connected apps -------------------------------------------------------------------------------

@@ -47,6 +47,18 @@ def waits_for_review_site(context: Context, review_request: ReviewRequest) -> bo
         return False
 
 
+@register.simple_tag(takes_context=True)
+def location_of(context: Context, review_request: ReviewRequest) -> str:
+    """The name of ``review_request``'s location; a request with none is at the account's
+    default location (``{% location_of item %}``; cached with the settings, no query)."""
+    policy = BusinessSettings.for_owner(context["request"].access.owner)
+    try:
+        location = policy.at(review_request.location_id).location
+    except UnknownLocation:
+        return ""
+    return location.name if location is not None else ""
+
+
 @register.filter
 def after_first(offset: timedelta | int) -> str:
     """A follow-up's offset in words: "3 days", "36 hours" (an int is hours)."""

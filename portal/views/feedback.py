@@ -36,6 +36,9 @@ def index(request: OwnerRequest) -> HttpResponse:
             "section": "feedback",
             "switcher": choice,
             "page": page,
+            # Who else reads it: the owner's members (those with access to its location), or,
+            # for a member, the owner and the others of their locations.
+            "shared": selectors.feedback_shared(access=request.access),
             # The owner is e-mailed; a member reads it here.
             "notify": settings.FEEDBACK_NOTIFY_OWNER
             and not request.user.is_member

@@ -81,6 +81,9 @@ def dashboard(request: OwnerRequest) -> HttpResponse:
             "total": total,
             "total_capped": more,
             "rows": rows,
+            # Each request's location named in a column: with "All locations" shown and chosen
+            # (the user reaches several). Names read from the cached settings (no query).
+            "location_column": choice.shown and choice.chosen is None,
             "funnel": owner_dashboard.funnel(owner=access.owner, days=days, location_ids=counted),
             "feedback_count": selectors.feedback_count(
                 access=access, days=days, location_id=choice.chosen_id

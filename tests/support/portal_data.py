@@ -7,6 +7,7 @@ could have produced: message rows per step, a timestamp per status, the ending r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.db import connection
@@ -14,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import Location, User
 from accounts.services import member_add
 from reviews.models import Click, Feedback, Message, OptOutEvent, ReviewRequest, ReviewSite
 from reviews.services import contact_add
@@ -136,9 +137,12 @@ PEOPLE = [
 ]
 
 
-def seed_business(owner, *, now: datetime | None = None) -> list[ReviewRequest]:
+def seed_business(
+    owner, *, now: datetime | None = None, locations: Sequence[Location] = ()
+) -> list[ReviewRequest]:
     """A small plumbing business two weeks into using the service: review sites, and ten
-    requests in every state (scheduled, sent, delivered, clicked, failed, opted out)."""
+    requests in every state (scheduled, sent, delivered, clicked, failed, opted out), taking
+    turns at ``locations`` (none: the default location)."""
     now = now or timezone.now()
     for position, (url, label) in enumerate(
         [
@@ -155,6 +159,7 @@ def seed_business(owner, *, now: datetime | None = None) -> list[ReviewRequest]:
             add_request(
                 owner,
                 created_at=now - timedelta(days=13 - index, hours=index % 5),
+                location=locations[index % len(locations)] if locations else None,
                 first_name=first,
                 last_name=last,
                 email=email,
@@ -185,12 +190,40 @@ def seed_business(owner, *, now: datetime | None = None) -> list[ReviewRequest]:
 def seeded_owner() -> User:
     """Acme Plumbing, an owner in Los Angeles, with ``seed_business``'s data (the browser
     tests and screenshots of the portal)."""
-    owner = UserFactory.create(
+    owner = _acme_plumbing()
+    seed_business(owner)
+    return owner
+
+
+def _acme_plumbing() -> User:
+    return UserFactory.create(
         email="owner@acme-plumbing.example",
         business_name="Acme Plumbing",
         time_zone="America/Los_Angeles",
     )
-    seed_business(owner)
+
+
+def seeded_owner_with_locations() -> User:
+    """``seeded_owner``'s business with three locations (its first, the default, renamed
+    Downtown; Uptown and Airport, each with its own Google site), its requests taking turns at
+    them."""
+    owner = _acme_plumbing()
+    downtown = Location.objects.get(account=owner, position=0)
+    downtown.name = "Downtown"
+    downtown.save(update_fields=["name"])
+    others = []
+    for position, name in enumerate(["Uptown", "Airport"], start=1):
+        location = Location.objects.create(
+            account=owner, name=name, time_zone=owner.time_zone, position=position
+        )
+        ReviewSite.objects.create(
+            owner=owner,
+            location=location,
+            url=f"https://g.page/r/acme-plumbing-{name.lower()}/review",
+            label="Google",
+        )
+        others.append(location)
+    seed_business(owner, locations=[downtown, *others])
     return owner
 
 

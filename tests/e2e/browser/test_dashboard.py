@@ -12,7 +12,7 @@ from tests.support.browser import (
     screenshot,
     unlabelled_controls,
 )
-from tests.support.portal_data import seeded_owner
+from tests.support.portal_data import seeded_owner, seeded_owner_with_locations
 
 pytestmark = pytest.mark.browser
 
@@ -98,3 +98,40 @@ def test_the_skip_link_is_the_first_stop_and_visibly_focused(page, business):
         " getComputedStyle(document.activeElement).outlineStyle]"
     )
     assert focused == ["Skip to main content", "solid"]
+
+
+@pytest.fixture
+def locations_business(transactional_db):
+    return seeded_owner_with_locations()
+
+
+def test_all_locations_names_each_requests_location(page, locations_business):
+    log_in_and_wait(page, locations_business)
+    table = page.get_by_role("table")
+    headers = table.get_by_role("columnheader").all_text_contents()
+    assert headers[:2] == ["Contact", "Location"]
+    maria = table.get_by_role("row").filter(has_text="Maria Garcia")
+    expect(maria.get_by_role("cell").nth(1)).to_have_text("Downtown")
+    # A location's name is not broken inside a word to narrow the table.
+    lines = page.evaluate(
+        """() => [...document.querySelectorAll('td[data-label="Location"]')].map(td => {
+            const range = document.createRange();
+            range.selectNodeContents(td);
+            return range.getClientRects().length;
+        })"""
+    )
+    assert lines == [1] * 10
+    assert unlabelled_controls(page) == []
+    screenshot(page, "owner-dashboard-locations")
+    page.get_by_role("combobox", name="Location").select_option(label="Uptown")
+    page.get_by_role("button", name="Show").click()
+    expect(table.get_by_role("columnheader", name="Location")).to_have_count(0)
+    expect(table.get_by_role("row")).to_have_count(4)  # header + Uptown's three
+
+
+def test_the_location_column_fits_a_phone(phone_page, locations_business):
+    errors = collect_errors(phone_page)
+    log_in_and_wait(phone_page, locations_business)
+    expect(phone_page.locator('td[data-label="Location"]').first).to_be_visible()
+    assert horizontal_overflow(phone_page) <= 0
+    assert errors == []

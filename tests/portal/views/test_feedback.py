@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.factories import LocationFactory
-from tests.support.portal_data import add_request, leave_feedback, query_count
+from tests.factories import LocationFactory, first_location
+from tests.support.portal_data import add_request, leave_feedback, member_client, query_count
 from tests.support.portal_golden import assert_page_unchanged
 
 pytestmark = pytest.mark.django_db
@@ -134,3 +134,34 @@ def test_the_feedback_page_costs_the_same_queries_with_more_locations(
         feedback_at(owner, LocationFactory(account=owner, name=f"Extra{n}"), f"Extra {n}")
     assert query_count(browser, "/portal/feedback/") == owner_few
     assert query_count(manager, "/portal/feedback/") == manager_few
+
+
+def who_sees_it(response) -> str:
+    """The page's sentence on who sees the feedback."""
+    page = response.content.decode()
+    found = re.search(r"(Only [^.<]*see it\.)", page)
+    assert found is not None
+    return found[1]
+
+
+def test_an_owner_without_a_team_is_told_only_they_see_it(browser, owner):
+    assert who_sees_it(browser.get("/portal/feedback/")) == "Only you see it."
+
+
+def test_with_a_team_the_page_says_the_members_of_its_location_see_it_too(
+    browser, owner, locations, manager, viewer
+):
+    shared = "Only you and the team members with access to its location see it."
+    assert who_sees_it(browser.get("/portal/feedback/")) == shared
+    for client in (manager, viewer):
+        assert who_sees_it(client.get("/portal/feedback/")) == (
+            "Only the business owner and the team members with access to its location see it."
+        )
+
+
+def test_a_one_location_business_with_a_member_says_so_too(browser, owner):
+    assert who_sees_it(browser.get("/portal/feedback/")) == "Only you see it."
+    member_client(owner, role="viewer", locations=[first_location(owner)], email="v@example.com")
+    assert who_sees_it(browser.get("/portal/feedback/")) == (
+        "Only you and the team members with access to its location see it."
+    )

@@ -578,3 +578,53 @@ def test_the_review_site_banner_and_the_waiting_label_follow_each_requests_locat
     assert banner not in only_downtown.get("/").content.decode()
     at_uptown = member_client(owner, role="viewer", locations=[uptown], email="u@example.com")
     assert banner in at_uptown.get("/").content.decode()
+
+
+def location_column(response) -> list[tuple[str, str]] | None:
+    """The list's (contact, location) pairs as shown, or None when it shows no Location
+    column."""
+    page = response.content.decode()
+    table = page[page.index('<table class="stack">') :]
+    table = table[: table.index("</table>")]
+    if '<th scope="col">Location</th>' not in table:
+        assert 'data-label="Location"' not in table
+        return None
+    return re.findall(
+        r'<a href="/portal/requests/[^"]+/">([^<]+)</a>'
+        r'.*?<td data-label="Location"[^>]*>([^<]*)</td>',
+        table,
+        re.S,
+    )
+
+
+def test_all_locations_names_each_requests_location_in_a_column(browser, owner, locations):
+    at_each(owner, locations)
+    unplaced = add_request(owner, first_name="Old", email="old@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)  # the default's
+    shown = location_column(browser.get("/"))
+    assert shown is not None
+    assert sorted(shown) == [
+        ("Airport", "Airport"),
+        ("Downtown", "Downtown"),
+        ("Old", "Downtown"),
+        ("Uptown", "Uptown"),
+    ]
+    # One location chosen: every row is at it, so no column.
+    assert location_column(browser.get("/", {"location": str(locations[2].pk)})) is None
+
+
+def test_the_location_column_follows_the_locations_the_user_reaches(owner, locations, manager):
+    at_each(owner, locations)
+    assert location_column(manager.get("/")) is None  # Uptown only: nothing to tell apart
+    two = member_client(
+        owner, role="viewer", locations=[locations[2], locations[0]], email="two@example.com"
+    )
+    assert sorted(location_column(two.get("/")) or []) == [
+        ("Airport", "Airport"),
+        ("Downtown", "Downtown"),
+    ]
+
+
+def test_a_business_with_one_location_has_no_location_column(browser, owner):
+    add_request(owner, first_name="Solo", email="solo@example.com")
+    assert location_column(browser.get("/")) is None
