@@ -12,6 +12,7 @@ from tests.support.migrations import migrate
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 BEFORE = [("reviews", "0013_activity_rollup_moved_to_activity"), ("accounts", "0001_initial")]
 AFTER = [("reviews", "0016_locations_for_existing_businesses")]
+BEFORE_0016 = [("reviews", "0015_location_request_indexes")]
 ACTIVE = ["scheduled", "sending", "sent", "delivered"]
 ENDED = ["clicked", "completed", "failed", "cancelled", "opted_out"]
 
@@ -152,5 +153,6 @@ def test_back_is_refused_while_a_contact_has_active_requests_at_two_locations(
     Request.objects.create(
         owner_id=acme.pk, contact_id=active.contact_id, location=pier, scheduled_for=T0
     )
+    # Undoing 0016 alone: its way back is the one that refuses (and the cheap one to replay).
     with pytest.raises(RuntimeError, match="active review requests at two locations"):
-        migrate(BEFORE)
+        migrate(BEFORE_0016)
