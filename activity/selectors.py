@@ -477,7 +477,7 @@ def activity_rollup_rows(
     unique key); with one, the rows per location (``reviews_rollup_location_hour``, the
     default location's by ``reviews_rollup_owner_hour``)."""
     owned = (Q(owner_id=owner_id) if owner_id else Q()) & _rollup_scope(scope, metrics)
-    return (
+    rows: QuerySet[Any, tuple[str, str, str, date, int]] = (
         _hourly_level(scope)
         .filter(owned, hour__gte=since, hour__lt=until, metric__in=metrics)
         .annotate(day=TruncDate("hour"))
@@ -486,6 +486,7 @@ def activity_rollup_rows(
         .values_list("metric", "channel", "detail", "day", "n")
         .order_by()
     )
+    return rows
 
 
 # A row of ``activity_hourly_querysets``: (owner, location, hour, channel, detail, count).
