@@ -14,7 +14,13 @@ from django.utils import timezone
 
 from activity import owner_dashboard
 from activity.dashboard import staff_dashboard
-from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from activity.models import (
+    ActivityAccountDailyRollup,
+    ActivityAccountRollup,
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+)
 from activity.owner_dashboard import activity, funnel
 from activity.services import (
     activity_rollup_rebuild,
@@ -330,9 +336,10 @@ def test_the_weekly_chart_counts_as_the_hours_do(business, a_year_of_requests, z
 
 @pytest.mark.postgres
 def test_the_all_time_chart_reads_the_daily_level(business):
-    """A year of hours and days of a business with three locations and of 3 others in both
-    levels: the all-time chart (52 weeks) reads the hourly rows of at most the days a week
-    starts inside (53 of them) and the hours after the last whole day, never the year's."""
+    """A year of hours and days of a business with three locations and of 3 others in every
+    level: the all-time chart (52 weeks) reads the hourly rows of at most the days a week
+    starts inside (53 of them) and the hours after the last whole day, never the year's; the
+    whole business's from its sums per account."""
     activity_rollup_rebuild()
     home = business.account_locations.get()
     places = [home, *(LocationFactory(account=business) for _ in range(2))]
@@ -360,10 +367,37 @@ def test_the_all_time_chart_reads_the_daily_level(business):
         ),
         batch_size=5000,
     )
+    # The account's sums: one row per owner, hour (day) and metric.
+    ActivityAccountDailyRollup.objects.bulk_create(
+        (
+            ActivityAccountDailyRollup(
+                owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=24 * n
+            )
+            for o, n in ((business, len(places) + 1), *((o, 1) for o in owners))
+            for d in range(1, 370)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    ActivityAccountRollup.objects.bulk_create(
+        (
+            ActivityAccountRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=n)
+            for o, n in ((business, len(places) + 1), *((o, 1) for o in owners))
+            for h in range(1, 24 * 370)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    levels = (
+        ActivityRollup,
+        ActivityDailyRollup,
+        ActivityAccountRollup,
+        ActivityAccountDailyRollup,
+    )
     with connection.cursor() as cursor:
-        for model in (ActivityRollup, ActivityDailyRollup):
+        for model in levels:
             cursor.execute(f"ANALYZE {model._meta.db_table}")
-    hourly = ActivityRollup._meta.db_table
+    hourly = {ActivityRollup._meta.db_table, ActivityAccountRollup._meta.db_table}
     with timezone.override("America/New_York"):
         for ids in (None, [places[1].pk], [home.pk]):
             with CaptureQueriesContext(connection) as queries:
@@ -381,7 +415,8 @@ def test_the_all_time_chart_reads_the_daily_level(business):
                 read += sum(
                     n["Actual Rows"] * n.get("Actual Loops", 1)
                     for n, _ in plan_nodes(plan[0]["Plan"])
-                    if n.get("Relation Name") == hourly and "Scan" in n["Node Type"]
+                    if n.get("Relation Name") in hourly and "Scan" in n["Node Type"]
                 )
-            # The 53 days a week starts inside and the last one's hours, not 8,736 hours.
-            assert read <= rows * len(metrics) * 24 * 55, (ids, read)
+            # The 53 days a week starts inside and the last one's hours, not 8,736 hours; the
+            # whole business's from its sums, one row an hour.
+            assert read <= (1 if ids is None else rows) * len(metrics) * 24 * 55, (ids, read)
