@@ -13,8 +13,11 @@ as on the requests it counts: the rollup groups by the requests' own column, so 
 location's rows with ``accounts.access.locations_q``, as it keeps its requests). Opt-out events
 belong to the whole account (a contact is the account's, and its opt-out stops every location's
 messages): their rows have no location, and every location's reads count them.
+``ActivityAccountRollup`` and ``ActivityAccountDailyRollup`` hold the same hours and days summed
+over the account's locations, for the reads of the whole account (an account with 20 locations
+has 20 rows an hour where they have one).
 
-The models came from the reviews app and keep its tables (``Meta.db_table``) and their
+The first three models came from the reviews app and keep its tables (``Meta.db_table``) and their
 constraints' and indexes' names: the move (``migrations/0001_initial.py`` here, reviews'
 migration 0013 there) changed Django's state only, nothing in the database.
 """
@@ -30,7 +33,7 @@ from reviews.models import Channel, location_key
 
 
 class RollupCounts(models.Model):
-    """What both levels of the rollup count: one owner's events of one metric (with its
+    """What every level of the rollup counts: one owner's events of one metric (with its
     channel and detail) in a period each level names (``hour``, ``day``)."""
 
     class Metric(models.TextChoices):
@@ -50,12 +53,6 @@ class RollupCounts(models.Model):
     owner = models.ForeignKey(  # indexed by each level's keys, which lead with it or its period
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
     )
-    # NULL: the account's default location (the requests' own value, never resolved: it follows
-    # the default as theirs does; ``activity.services.activity_rollup_pin_default`` pins it
-    # when the default changes). Indexed, where set, by each level's location index.
-    location = models.ForeignKey(
-        Location, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
-    )
     metric = models.CharField(max_length=20, choices=Metric.choices)
     channel = models.CharField(max_length=10, choices=Channel.choices, blank=True)
     detail = models.CharField(max_length=64, blank=True, help_text="Error code or source.")
@@ -65,7 +62,21 @@ class RollupCounts(models.Model):
         abstract = True
 
 
-class ActivityRollup(RollupCounts):
+class LocationRollupCounts(RollupCounts):
+    """The counts of one location of the owner (the levels a location's dashboards read)."""
+
+    # NULL: the account's default location (the requests' own value, never resolved: it follows
+    # the default as theirs does; ``activity.services.activity_rollup_pin_default`` pins it
+    # when the default changes). Indexed, where set, by each level's location index.
+    location = models.ForeignKey(
+        Location, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+    )
+
+    class Meta:
+        abstract = True
+
+
+class ActivityRollup(LocationRollupCounts):
     hour = models.DateTimeField(help_text="The start of the UTC hour counted.")
 
     class Meta:
@@ -100,7 +111,7 @@ class ActivityRollup(RollupCounts):
         )
 
 
-class ActivityDailyRollup(RollupCounts):
+class ActivityDailyRollup(LocationRollupCounts):
     """``ActivityRollup``'s hours summed per owner and UTC day (same metrics, channels and
     details), for the totals of long periods (the portal's all-time funnel reads ~730 rows a
     metric for two years instead of ~17,500). Kept by the same refresh and rebuild, from the
@@ -133,6 +144,58 @@ class ActivityDailyRollup(RollupCounts):
                 condition=Q(location__isnull=False),
                 name="reviews_rollup_location_day",
             ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.channel} {self.detail} on {self.day}: {self.count}"
+
+
+class ActivityAccountRollup(RollupCounts):
+    """``ActivityRollup``'s hours summed over every location of the account (same metrics,
+    channels and details): what the whole account's reads take (the owner's dashboards with
+    every location, the staff dashboard), one row where ``ActivityRollup`` has one per
+    location (20 locations: a twentieth of the rows). Kept by the same refresh and rebuild,
+    from the hourly rows of the same window, so it holds exactly the hours they hold."""
+
+    hour = models.DateTimeField(help_text="The start of the UTC hour counted.")
+
+    class Meta:
+        constraints = [
+            # One owner's hours (the portal's chart, the staff dashboard of one business).
+            models.UniqueConstraint(
+                fields=["owner", "hour", "metric", "channel", "detail"],
+                name="activity_account_hour_unique",
+            ),
+        ]
+        indexes = [
+            # Everyone's hours (the staff dashboard) and a refresh's window.
+            models.Index(fields=["hour"], name="activity_account_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.metric} {self.channel} {self.detail} at {self.hour:%Y-%m-%d %H}h: {self.count}"
+        )
+
+
+class ActivityAccountDailyRollup(RollupCounts):
+    """``ActivityAccountRollup``'s hours summed per UTC day, as ``ActivityDailyRollup`` sums
+    ``ActivityRollup``'s: the whole account's long periods (the all-time funnel: ~730 rows a
+    metric for two years, whatever the number of locations)."""
+
+    day = models.DateField(help_text="The UTC day counted.")
+
+    class Meta:
+        constraints = [
+            # One owner's days: a range of ``day``.
+            models.UniqueConstraint(
+                fields=["owner", "day", "metric", "channel", "detail"],
+                name="activity_account_day_unique",
+            ),
+        ]
+        indexes = [
+            # A refresh's window: its days, for every owner.
+            models.Index(fields=["day"], name="activity_account_day"),
         ]
 
     def __str__(self) -> str:

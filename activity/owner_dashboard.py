@@ -2,9 +2,10 @@
 of one owner's requests over a period, each event counted on the day it happened.
 
 Both read the same series (``activity.selectors.DAILY_SERIES``): the funnel a period's totals
-(``review_request_period_counts``), the chart its days (``review_request_daily_counts``), each
-from the rollup's closed hours and indexed ranges of the base tables after them, so their cost
-follows the period's days, not its requests. Days are those of the current time zone (the
+(``review_request_period_counts``), the chart its days or weeks
+(``review_request_step_counts``), each from the rollup's closed days and hours and indexed
+ranges of the base tables after them, so their cost follows the period's days, not its
+requests. Days are those of the current time zone (the
 owner's, set by the portal's pages); the chart's geometry comes from ``core.charts``, shared with
 the staff dashboard.
 
@@ -185,31 +186,25 @@ def activity(
 ) -> Activity:
     """The owner's activity over the last ``days`` days (today included; ``None``: the last
     ``ALL_TIME_WEEKS`` weeks), of the locations ``location_ids`` (``None``: the whole
-    account), from ``selectors.review_request_daily_counts`` (the
-    rollup's closed hours, then one query over indexed ranges for the hours after them, in the
-    current time zone's days), summed per week when the
-    period is longer than a month. Weeks end today, so the newest point is a whole week."""
+    account), per day, or per week when the period is longer than a month, from
+    ``selectors.review_request_step_counts`` (the rollup's closed days and hours, then one
+    query over indexed ranges for the hours after them, in the current time zone's days).
+    Weeks end today, so the newest point is a whole week."""
     if days and days <= DAILY_UP_TO_DAYS:
         step, points = 1, days
     else:
         step, points = 7, -(-(days or ALL_TIME_WEEKS * 7) // 7)
     first_day = timezone.localdate() - timedelta(days=points * step - 1)
-    counts = selectors.review_request_daily_counts(
+    counts = selectors.review_request_step_counts(
         owner_id=owner.pk,
         first_day=first_day,
         days=points * step,
+        step=step,
         series=[key for key, *_ in ACTIVITY_SERIES],
         scope=selectors.location_scope(owner_id=owner.pk, location_ids=location_ids),
     )
     return Activity(
         starts=[first_day + timedelta(days=i * step) for i in range(points)],
         step_days=step,
-        series=[
-            Series(key, label, colour, _buckets(counts[key], step))
-            for key, label, colour in ACTIVITY_SERIES
-        ],
+        series=[Series(key, label, colour, counts[key]) for key, label, colour in ACTIVITY_SERIES],
     )
-
-
-def _buckets(per_day: list[int], size: int) -> list[int]:
-    return [sum(per_day[i : i + size]) for i in range(0, len(per_day), size)]

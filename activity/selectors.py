@@ -1,18 +1,31 @@
 """Reads of activity over time: the series per day (the staff dashboard, the owner dashboard's
 chart and funnel), the rollup (``activity.models.ActivityRollup``) and the failures and opt-outs
-of a period. Each reads an indexed range of its timestamp or the rollup's hours, for everyone, one
-owner, or some of an owner's locations (``LocationScope``)."""
+of a period. Each reads an indexed range of its timestamp or the rollup's hours and days, for
+everyone, one owner, or some of an owner's locations (``LocationScope``): the rollup's sums per
+account (``ActivityAccountRollup``, ``ActivityAccountDailyRollup``) without a scope, its rows
+per location with one."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, F, Q, QuerySet, Subquery, Sum, UUIDField, Value
-from django.db.models.functions import TruncDate, TruncHour
+from django.db.models import (
+    Count,
+    DateTimeField,
+    F,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    UUIDField,
+    Value,
+)
+from django.db.models.functions import Cast, TruncDate, TruncHour
 from django.utils import timezone
 
 from accounts.access import locations_q
@@ -20,7 +33,14 @@ from accounts.models import Location
 from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
 from reviews.models import Message, OptOutEvent, ReviewRequest
 
-from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState, RollupCounts
+from .models import (
+    ActivityAccountDailyRollup,
+    ActivityAccountRollup,
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+    RollupCounts,
+)
 
 # --- Which locations -----------------------------------------------------------------------------
 
@@ -56,6 +76,21 @@ def location_scope(*, owner_id: Any, location_ids: Collection[UUID] | None) -> L
 
 def _in_scope(scope: LocationScope | None, field: str = "location") -> Q:
     return scope.q(field) if scope is not None else Q()
+
+
+def _hourly_level(scope: LocationScope | None) -> QuerySet[Any]:
+    """The rollup's hours to read for ``scope``: the account's sums for the whole account (and
+    for everyone), a row per hour and metric; the rows per location otherwise."""
+    if scope is None:
+        return ActivityAccountRollup.objects.all()
+    return ActivityRollup.objects.all()
+
+
+def _daily_level(scope: LocationScope | None) -> QuerySet[Any]:
+    """The rollup's days to read for ``scope``, as ``_hourly_level``."""
+    if scope is None:
+        return ActivityAccountDailyRollup.objects.all()
+    return ActivityDailyRollup.objects.all()
 
 
 # --- Activity per day (the staff dashboard; the owner dashboard's chart) -------------------------
@@ -175,6 +210,107 @@ def review_request_daily_counts(
     return result
 
 
+def review_request_step_counts(
+    *,
+    owner_id: UUID,
+    first_day: date,
+    days: int,
+    step: int,
+    series: Iterable[str],
+    scope: LocationScope | None = None,
+) -> dict[str, list[int]]:
+    """``review_request_daily_counts`` summed per ``step`` days (``days`` a multiple of it):
+    per series, the requests whose timestamp falls in each period of ``step`` local days from
+    ``first_day``, oldest first, of one owner (of ``scope``'s locations when given). The
+    rollup's closed hours from ``ActivityDailyRollup`` where a whole UTC day falls in one
+    period (``_step_rollup_rows``: one row per day, not 24 per location), from
+    ``ActivityRollup`` for the UTC days a period starts inside and the hours around them; the
+    rest from indexed ranges of the requests. The same numbers, a seventh of the hourly rows
+    for weeks."""
+    wanted = list(series)
+    points = days // step
+    starts = [local_day_start(first_day + timedelta(days=i * step)) for i in range(points + 1)]
+    result = {key: [0] * points for key in wanted}
+    boundary = activity_rollup_boundary(since=starts[0])
+    if boundary > starts[0]:
+        for metric, moment, n in _step_rollup_rows(
+            owner_id=owner_id, starts=starts, until=boundary, metrics=wanted, scope=scope
+        ):
+            index = bisect_right(starts, moment) - 1
+            if 0 <= index < points:
+                result[metric][index] += n
+    querysets = [
+        queryset.annotate(series=Value(key)).values_list("series", "day", "n")
+        for key, queryset in review_request_daily_querysets(
+            owner_id=owner_id, since=boundary, series=wanted, scope=scope
+        ).items()
+    ]
+    combined = querysets[0].union(*querysets[1:], all=True) if querysets else []
+    for key, day, n in combined:
+        index = (day - first_day).days // step
+        if 0 <= index < points:
+            result[key][index] += n
+    return result
+
+
+def _step_rollup_rows(
+    *,
+    owner_id: UUID,
+    starts: list[datetime],
+    until: datetime,
+    metrics: list[str],
+    scope: LocationScope | None,
+) -> Iterator[tuple[str, datetime, int]]:
+    """``(metric, start of the UTC day or hour, count)`` of the rollup's ``[starts[0],
+    until)`` (``until``: where its closed hours end, on a whole hour), one owner's (of
+    ``scope``'s locations when given), in one ``UNION ALL``: the whole UTC days no period
+    starts inside (``starts``: the periods' starts, whole UTC hours) from the daily level,
+    every other hour from the hourly one. Each part a range of its level's index."""
+    since = starts[0]
+    first_day, last_day = utc_round_up(since, day=True), utc_day_start(until)
+    cut = {utc_day_start(start) for start in starts if utc_day_start(start) != start}
+    whole = [
+        first_day + timedelta(days=i)
+        for i in range(max(0, (last_day - first_day).days))
+        if first_day + timedelta(days=i) not in cut
+    ]
+    hours, moment = [], since
+    for day in whole:
+        if moment < day:
+            hours.append((moment, day))
+        moment = day + timedelta(days=1)
+    if moment < until:
+        hours.append((moment, until))
+    owned = Q(owner_id=owner_id) & _rollup_scope(scope, metrics)
+    parts: list[QuerySet[Any, tuple[str, datetime, int]]] = []
+    if hours:
+        ranges = Q()
+        for start, end in hours:
+            ranges |= Q(hour__gte=start, hour__lt=end)
+        parts.append(
+            _hourly_level(scope)
+            .filter(owned, ranges, metric__in=metrics)
+            .values("metric", "hour")
+            .annotate(n=Sum("count"))
+            .values_list("metric", "hour", "n")
+            .order_by()
+        )
+    if whole:
+        parts.append(
+            _daily_level(scope)
+            .filter(owned, metric__in=metrics, day__gte=whole[0].date(), day__lte=whole[-1].date())
+            .exclude(day__in=[day.date() for day in sorted(cut) if whole[0] < day < whole[-1]])
+            # The day's start, a UTC midnight (the connection's time zone): the hours' type.
+            .annotate(at=Cast("day", DateTimeField()))
+            .values("metric", "at")
+            .annotate(n=Sum("count"))
+            .values_list("metric", "at", "n")
+            .order_by()
+        )
+    if parts:
+        yield from parts[0].union(*parts[1:], all=True)
+
+
 # --- The rollup (activity.models.ActivityRollup) --------------------------------------------------
 
 ROLLUP_KEY = "activity"
@@ -245,7 +381,7 @@ def review_request_period_counts(
             hours = [(first_hour, days_from), (days_until, closed_until)]
             parts.append(
                 _totals(
-                    ActivityDailyRollup.objects.filter(
+                    _daily_level(scope).filter(
                         day__gte=days_from.date(), day__lt=days_until.date()
                     ),
                     owner_id,
@@ -255,7 +391,7 @@ def review_request_period_counts(
             )
         parts += [
             _totals(
-                ActivityRollup.objects.filter(hour__gte=start, hour__lt=end),
+                _hourly_level(scope).filter(hour__gte=start, hour__lt=end),
                 owner_id,
                 wanted,
                 scope,
@@ -333,20 +469,24 @@ def activity_rollup_rows(
     until: datetime,
     metrics: list[str],
     scope: LocationScope | None = None,
-) -> QuerySet[ActivityRollup, tuple[str, str, str, date, int]]:
+) -> QuerySet[Any, tuple[str, str, str, date, int]]:
     """The rollup's ``(metric, channel, detail, day, count)`` of ``[since, until)``, days in
     the current time zone, of ``scope``'s locations when given (their opt-out events: the
-    account's): a range of ``hour`` (everyone's: the unique key leading with it; one owner's:
-    ``reviews_rollup_owner_hour``; some locations': ``reviews_rollup_location_hour`` too)."""
+    account's): a range of ``hour``. Without a scope, the account's sums
+    (``ActivityAccountRollup``: everyone's by ``activity_account_hour``, one owner's by its
+    unique key); with one, the rows per location (``reviews_rollup_location_hour``, the
+    default location's by ``reviews_rollup_owner_hour``)."""
     owned = (Q(owner_id=owner_id) if owner_id else Q()) & _rollup_scope(scope, metrics)
-    return (
-        ActivityRollup.objects.filter(owned, hour__gte=since, hour__lt=until, metric__in=metrics)
+    rows: QuerySet[Any, tuple[str, str, str, date, int]] = (
+        _hourly_level(scope)
+        .filter(owned, hour__gte=since, hour__lt=until, metric__in=metrics)
         .annotate(day=TruncDate("hour"))
         .values("metric", "channel", "detail", "day")
         .annotate(n=Sum("count"))
         .values_list("metric", "channel", "detail", "day", "n")
         .order_by()
     )
+    return rows
 
 
 # A row of ``activity_hourly_querysets``: (owner, location, hour, channel, detail, count).

@@ -10,8 +10,10 @@ the base tables after it, so no event is counted twice or missed at the boundary
 the last ``REOPEN_HOURS`` picks up events written late with an earlier timestamp (a message
 whose unknown outcome resolved as sent when it was attempted, a provider's receipt time).
 Each also sums the UTC days its hours touch into ``ActivityDailyRollup`` (the totals of long
-periods). ``activity_rollup_rebuild`` recomputes everything (after a restore, and the first
-backfill). Each holds the state row's lock, so two never interleave.
+periods), and the window's hours and days over each account's locations into
+``ActivityAccountRollup`` and ``ActivityAccountDailyRollup`` (the whole account's reads).
+``activity_rollup_rebuild`` recomputes everything (after a restore, and the first backfill).
+Each holds the state row's lock, so two never interleave.
 
 Hours the state marks to re-derive (``backfill_to``: the rollup's hours from before it had
 locations) are re-derived by the refreshes themselves, the newest ``REBUILD_CHUNK`` of them per
@@ -36,7 +38,13 @@ from django.utils import timezone
 from core.times import utc_day_start, utc_hour_start
 from reviews.models import Message, OptOutEvent, ReviewRequest
 
-from .models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from .models import (
+    ActivityAccountDailyRollup,
+    ActivityAccountRollup,
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+)
 from .selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
 REOPEN_HOURS = 72  # closed hours recomputed by every refresh (late-stamped events)
@@ -79,11 +87,16 @@ def _recompute(start: datetime, end: datetime) -> int:
     return written
 
 
+def _day_window(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The UTC days that ``[start, end)`` touches, as ``[first, until)``."""
+    return utc_day_start(start), utc_day_start(end - timedelta(hours=1)) + timedelta(days=1)
+
+
 def _recompute_days(start: datetime, end: datetime) -> None:
     """Replace the daily rows of the UTC days that ``[start, end)`` touches by the sums of their
-    hourly rows (whole days: a day's hours before ``start`` are summed again too)."""
-    first = utc_day_start(start)
-    until = utc_day_start(end - timedelta(hours=1)) + timedelta(days=1)
+    hourly rows (whole days: a day's hours before ``start`` are summed again too), and the
+    account's sums of those hours and days (``_recompute_accounts``)."""
+    first, until = _day_window(start, end)
     ActivityDailyRollup.objects.filter(day__gte=first.date(), day__lt=until.date()).delete()
     sums = (
         ActivityRollup.objects.filter(hour__gte=first, hour__lt=until)
@@ -105,6 +118,53 @@ def _recompute_days(start: datetime, end: datetime) -> None:
                 count=n,
             )
             for owner_id, location_id, day, metric, channel, detail, n in sums.iterator()
+        ),
+        batch_size=INSERT_BATCH,
+    )
+    _recompute_accounts(start, end)
+
+
+# What an account's sums are grouped by, beside their hour or day.
+_ACCOUNT_KEY = ("owner_id", "metric", "channel", "detail")
+
+
+def _recompute_accounts(start: datetime, end: datetime) -> None:
+    """Replace the account's sums of the hours ``[start, end)`` (``ActivityAccountRollup``)
+    by the sums of their rows per location, and those of the UTC days they touch
+    (``ActivityAccountDailyRollup``) by the sums of the account's hours."""
+    ActivityAccountRollup.objects.filter(hour__gte=start, hour__lt=end).delete()
+    hours = (
+        ActivityRollup.objects.filter(hour__gte=start, hour__lt=end)
+        .values(*_ACCOUNT_KEY, "hour")
+        .annotate(n=Sum("count"))
+        .values_list(*_ACCOUNT_KEY, "hour", "n")
+        .order_by()
+    )
+    ActivityAccountRollup.objects.bulk_create(
+        (
+            ActivityAccountRollup(
+                owner_id=owner_id, metric=metric, channel=channel, detail=detail, hour=at, count=n
+            )
+            for owner_id, metric, channel, detail, at, n in hours.iterator()
+        ),
+        batch_size=INSERT_BATCH,
+    )
+    first, until = _day_window(start, end)
+    ActivityAccountDailyRollup.objects.filter(day__gte=first.date(), day__lt=until.date()).delete()
+    days = (
+        ActivityAccountRollup.objects.filter(hour__gte=first, hour__lt=until)
+        .annotate(day=TruncDate("hour", tzinfo=UTC))
+        .values(*_ACCOUNT_KEY, "day")
+        .annotate(n=Sum("count"))
+        .values_list(*_ACCOUNT_KEY, "day", "n")
+        .order_by()
+    )
+    ActivityAccountDailyRollup.objects.bulk_create(
+        (
+            ActivityAccountDailyRollup(
+                owner_id=owner_id, metric=metric, channel=channel, detail=detail, day=day, count=n
+            )
+            for owner_id, metric, channel, detail, day, n in days.iterator()
         ),
         batch_size=INSERT_BATCH,
     )
@@ -180,8 +240,13 @@ def activity_rollup_rebuild(*, now: datetime | None = None) -> RollupRefresh:
         state, _ = _locked_state(now)
         found = [moment for moment in _first_events() if moment is not None]
         start = utc_hour_start(min(found)) if found else end
-        ActivityRollup.objects.all().delete()
-        ActivityDailyRollup.objects.all().delete()
+        for model in (
+            ActivityRollup,
+            ActivityDailyRollup,
+            ActivityAccountRollup,
+            ActivityAccountDailyRollup,
+        ):
+            model.objects.all().delete()
         rows, chunk_start = 0, start
         while chunk_start < end:
             chunk_end = min(chunk_start + REBUILD_CHUNK, end)
@@ -221,7 +286,8 @@ def activity_rollup_pin_default(*, account_id: UUID, location_id: UUID) -> int:
     ``location_id`` (the default until now), before another location becomes the default, as
     reviews pins the requests they count: otherwise they would move with the default. A row of
     the same hour (day), metric, channel and detail already pinned there takes the NULL row's
-    count. Opt-out events stay without a location (they are the account's). Holds the state
+    count. Opt-out events stay without a location (they are the account's); the account's
+    sums (``ActivityAccountRollup``...) do not change. Holds the state
     row's lock (a refresh running meanwhile would write its window back unpinned; the next
     one re-reads it from the pinned requests). Idempotent. Rows pinned or merged."""
     with transaction.atomic():

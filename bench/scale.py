@@ -335,7 +335,15 @@ def load(
         # The derived table, as after a restore: the dashboards' rollup from the base tables.
         started = time.perf_counter()
         call_command("rebuild_activity_rollup", stdout=io.StringIO())
-        cursor.execute("ANALYZE reviews_activityrollup")
+        # Every level of the rollup, as autovacuum would soon after (the daily ones were
+        # empty at the VACUUM ANALYZE above: their plans would take them for empty).
+        for table in (
+            "reviews_activityrollup",
+            "reviews_activitydailyrollup",
+            "activity_activityaccountrollup",
+            "activity_activityaccountdailyrollup",
+        ):
+            cursor.execute(f"ANALYZE {table}")
         timings["rebuild_activity_rollup"] = round(time.perf_counter() - started, 1)
         counts = {}
         for table in (

@@ -1,6 +1,6 @@
 """The activity app's migrations: the rollup's move from reviews (Django's state only, nothing in
-the database), and 0002, which gives the rollup its locations on a database holding rollup rows,
-and back."""
+the database), 0002, which gives the rollup its locations on a database holding rollup rows,
+and back, and 0003, the account's sums filled from the rows per location, and back."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from django.db import IntegrityError, connection, migrations
 from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
-from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from activity.models import (
+    ActivityAccountDailyRollup,
+    ActivityAccountRollup,
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+)
 from activity.services import activity_rollup_rebuild, activity_rollup_refresh
 from tests.activity.conftest import add_at, hour_start
 from tests.factories import LocationFactory, ReviewSiteFactory
@@ -138,3 +144,42 @@ def test_the_unique_keys_include_the_location_on_postgresql(transactional_db):
         assert (
             "COALESCE(location_id, '00000000-0000-0000-0000-000000000000'::uuid)" in (indexes[name])
         )
+
+
+BEFORE_ACCOUNT_SUMS = [("activity", "0002_rollup_locations")]
+
+
+def test_the_account_sums_are_filled_from_the_rollup_and_dropped_going_back(
+    transactional_db, business
+):
+    """0003 on a database whose rollup holds rows per location: the account's hours and days
+    are those a rebuild writes; back, the tables are gone and nothing else changed."""
+    now = timezone.now()
+    pier = LocationFactory(account=business, name="Pier")
+    ReviewSiteFactory(owner=business, location=pier, url="https://g.page/r/pier/review")
+    for n, (place, days) in enumerate([(None, 40), (None, 3), (pier, 3), (pier, 3), (pier, 1)]):
+        request = add_at(
+            business, place, created_at=now - timedelta(days=days), email=f"a{n}@example.com"
+        )
+        send_first(request, at=now - timedelta(days=days, minutes=-5))
+    activity_rollup_rebuild(now=now)
+    hours = ("owner_id", "hour", "metric", "channel", "detail", "count")
+    days = ("owner_id", "day", "metric", "channel", "detail", "count")
+    rebuilt = (
+        set(ActivityAccountRollup.objects.values_list(*hours)),
+        set(ActivityAccountDailyRollup.objects.values_list(*days)),
+    )
+    assert (business.pk, hour_start(now - timedelta(days=3)), "scheduled", "", "", 3) in rebuilt[0]
+    per_location = set(ActivityRollup.objects.values_list("location_id", *hours))
+    try:
+        migrate(BEFORE_ACCOUNT_SUMS)
+        tables = connection.introspection.table_names()
+        assert ActivityAccountRollup._meta.db_table not in tables
+        assert ActivityAccountDailyRollup._meta.db_table not in tables
+    finally:
+        migrate_to_latest()
+    assert set(ActivityRollup.objects.values_list("location_id", *hours)) == per_location
+    assert (
+        set(ActivityAccountRollup.objects.values_list(*hours)),
+        set(ActivityAccountDailyRollup.objects.values_list(*days)),
+    ) == rebuilt

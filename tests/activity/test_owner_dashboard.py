@@ -14,15 +14,22 @@ from django.utils import timezone
 
 from activity import owner_dashboard
 from activity.dashboard import staff_dashboard
-from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from activity.models import (
+    ActivityAccountDailyRollup,
+    ActivityAccountRollup,
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+)
 from activity.owner_dashboard import activity, funnel
 from activity.services import (
     activity_rollup_rebuild,
 )
+from core.times import local_day_start
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
 from tests.activity.conftest import hour_start
-from tests.factories import LocationFactory, UserFactory
+from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory
 from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
 from tests.support.scale_data import plan_nodes
@@ -272,3 +279,144 @@ def test_a_locations_all_time_funnel_reads_index_ranges(business):
                 if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
             ]
             assert not seq, (chosen.name, query["sql"], plan)
+
+
+# --- The chart's weeks from the daily level -------------------------------------------------------
+
+
+@pytest.fixture
+def a_year_of_requests(business):
+    """A request every 35 hours or so over the last year (at every hour of the day), at the
+    default location (some with no location) and at a second one; some sent, some clicked."""
+    now = timezone.now()
+    home = business.account_locations.get()
+    pier = LocationFactory(account=business, name="Pier")
+    ReviewSiteFactory(owner=business, location=pier, url="https://g.page/r/pier/review")
+    for n in range(250):
+        at = now - timedelta(hours=35 * n + n % 7, minutes=11 * n % 60)
+        request = add_request(
+            business, email=f"y{n}@example.com", created_at=at, location=(home, pier)[n % 2]
+        )
+        if n % 3 == 0:
+            send_first(request, at=at + timedelta(minutes=5), delivered=n % 2 == 0)
+        if n % 9 == 0:
+            click(request, at=at + timedelta(hours=2))
+    ReviewRequest.objects.filter(location=home, created_at__lt=now - timedelta(days=200)).update(
+        location=None
+    )
+    return {"now": now, "home": home.pk, "pier": pier.pk}
+
+
+@pytest.mark.parametrize(
+    "zone", ["UTC", "America/New_York", "Asia/Tokyo", "Pacific/Chatham", "Asia/Kolkata"]
+)
+def test_the_weekly_chart_counts_as_the_hours_do(business, a_year_of_requests, zone):
+    """The chart's weeks (90 days, all time) read whole UTC days from the daily level and the
+    hours around each week's first midnight from the hourly one: the numbers are those of the
+    base tables, in zones east and west of UTC, through daylight saving changes, and where
+    days are not whole UTC hours (Kolkata, Chatham: the base tables only)."""
+    home, pier = a_year_of_requests["home"], a_year_of_requests["pier"]
+    scopes = (None, [home], [pier], [home, pier])
+
+    def charts():
+        return [
+            [(s.key, s.counts) for s in activity(owner=business, days=d, location_ids=ids).series]
+            for d in (7, 90, None)
+            for ids in scopes
+        ]
+
+    with timezone.override(zone):
+        live = charts()
+        assert sum(sum(counts) for _, counts in live[8]) > 250  # all time, the whole business
+        activity_rollup_rebuild(now=a_year_of_requests["now"] - timedelta(hours=3))
+        assert charts() == live
+        activity_rollup_rebuild()
+        assert charts() == live
+
+
+@pytest.mark.postgres
+def test_the_all_time_chart_reads_the_daily_level(business):
+    """A year of hours and days of a business with three locations and of 3 others in every
+    level: the all-time chart (52 weeks) reads the hourly rows of at most the days a week
+    starts inside (53 of them) and the hours after the last whole day, never the year's; the
+    whole business's from its sums per account."""
+    activity_rollup_rebuild()
+    home = business.account_locations.get()
+    places = [home, *(LocationFactory(account=business) for _ in range(2))]
+    owners = [UserFactory(business_name=f"B{n}") for n in range(3)]
+    end = ActivityRollupState.objects.get().closed_until
+    metrics = ("scheduled", "sent")
+    where = [(business, None), *((business, p) for p in places), *((o, None) for o in owners)]
+    ActivityDailyRollup.objects.bulk_create(
+        (
+            ActivityDailyRollup(
+                owner=o, location=p, day=(end - timedelta(days=d)).date(), metric=m, count=24
+            )
+            for o, p in where
+            for d in range(1, 370)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    ActivityRollup.objects.bulk_create(
+        (
+            ActivityRollup(owner=o, location=p, hour=end - timedelta(hours=h), metric=m, count=1)
+            for o, p in where
+            for h in range(1, 24 * 370)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    # The account's sums: one row per owner, hour (day) and metric.
+    ActivityAccountDailyRollup.objects.bulk_create(
+        (
+            ActivityAccountDailyRollup(
+                owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=24 * n
+            )
+            for o, n in ((business, len(places) + 1), *((o, 1) for o in owners))
+            for d in range(1, 370)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    ActivityAccountRollup.objects.bulk_create(
+        (
+            ActivityAccountRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=n)
+            for o, n in ((business, len(places) + 1), *((o, 1) for o in owners))
+            for h in range(1, 24 * 370)
+            for m in metrics
+        ),
+        batch_size=5000,
+    )
+    levels = (
+        ActivityRollup,
+        ActivityDailyRollup,
+        ActivityAccountRollup,
+        ActivityAccountDailyRollup,
+    )
+    with connection.cursor() as cursor:
+        for model in levels:
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    hourly = {ActivityRollup._meta.db_table, ActivityAccountRollup._meta.db_table}
+    with timezone.override("America/New_York"):
+        for ids in (None, [places[1].pk], [home.pk]):
+            with CaptureQueriesContext(connection) as queries:
+                chart = owner_dashboard.activity(owner=business, days=None, location_ids=ids)
+            # Every hour of the 52 weeks counted once, from one level or the other.
+            rows = (len(places) + 1) if ids is None else (2 if ids == [home.pk] else 1)
+            hours = (end - local_day_start(chart.starts[0])) // timedelta(hours=1)
+            assert sum(chart.series[0].counts) == rows * hours
+            read = 0
+            for query in queries.captured_queries:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {query['sql']}")
+                    (raw,) = cursor.fetchone()
+                plan = json.loads(raw) if isinstance(raw, str) else raw
+                read += sum(
+                    n["Actual Rows"] * n.get("Actual Loops", 1)
+                    for n, _ in plan_nodes(plan[0]["Plan"])
+                    if n.get("Relation Name") in hourly and "Scan" in n["Node Type"]
+                )
+            # The 53 days a week starts inside and the last one's hours, not 8,736 hours; the
+            # whole business's from its sums, one row an hour.
+            assert read <= (1 if ids is None else rows) * len(metrics) * 24 * 55, (ids, read)

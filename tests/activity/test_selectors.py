@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from activity import selectors
-from activity.models import ActivityRollup
+from activity.models import ActivityAccountRollup, ActivityRollup
 from activity.services import (
     REOPEN_HOURS,
 )
@@ -80,17 +80,18 @@ def test_the_series_and_failure_reasons_read_an_index_range(business, two_years_
 def test_the_rollup_reads_and_refreshes_read_index_ranges(business):
     owners = [business] + [UserFactory(business_name=f"B{n}") for n in range(20)]
     end = hour_start(timezone.now())
-    ActivityRollup.objects.bulk_create(
-        (
-            ActivityRollup(owner=owner, hour=end - timedelta(hours=h), metric=metric, count=1)
-            for owner in owners
-            for h in range(24 * 60)
-            for metric in ("scheduled", "sent")
-        ),
-        batch_size=5000,
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {ActivityRollup._meta.db_table}")
+    for model in (ActivityRollup, ActivityAccountRollup):
+        model.objects.bulk_create(
+            (
+                model(owner=owner, hour=end - timedelta(hours=h), metric=metric, count=1)
+                for owner in owners
+                for h in range(24 * 60)
+                for metric in ("scheduled", "sent")
+            ),
+            batch_size=5000,
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {model._meta.db_table}")
     since = end - timedelta(days=7)
     for owner_id in (business.pk, None):
         rows = selectors.activity_rollup_rows(
@@ -98,7 +99,8 @@ def test_the_rollup_reads_and_refreshes_read_index_ranges(business):
         )
         scans = plan_scans(rows)
         assert not [s for s in scans if s[0] == "Seq Scan"], (owner_id, scans)
-        assert any(index.startswith("reviews_rollup") for _, _, index in scans), scans
+        # The account's sums (no location asked for).
+        assert any(index.startswith("activity_account") for _, _, index in scans), scans
 
 
 @pytest.mark.postgres

@@ -13,7 +13,13 @@ from django.utils import timezone
 from accounts.services import location_move
 from activity import owner_dashboard, selectors
 from activity.dashboard import staff_dashboard
-from activity.models import ActivityDailyRollup, ActivityRollup, ActivityRollupState
+from activity.models import (
+    ActivityAccountDailyRollup,
+    ActivityAccountRollup,
+    ActivityDailyRollup,
+    ActivityRollup,
+    ActivityRollupState,
+)
 from activity.services import (
     REBUILD_CHUNK,
     REOPEN_HOURS,
@@ -371,3 +377,60 @@ def test_re_deriving_an_empty_rollup_marks_nothing(business):
     activity_rollup_rederive()  # no hour rolled up
     state.refresh_from_db()
     assert state.backfill_to is None
+
+
+def summed_over_locations() -> tuple[dict, dict]:
+    """The rows per location summed per account: ``({(owner, hour, metric, channel, detail):
+    count}, the same per day)``."""
+    levels = []
+    for model, period in ((ActivityRollup, "hour"), (ActivityDailyRollup, "day")):
+        sums: dict = {}
+        for *key, n in model.objects.values_list(
+            "owner_id", period, "metric", "channel", "detail", "count"
+        ):
+            sums[tuple(key)] = sums.get(tuple(key), 0) + n
+        levels.append(sums)
+    return levels[0], levels[1]
+
+
+def account_sums() -> tuple[dict, dict]:
+    return tuple(  # type: ignore[return-value]
+        {
+            tuple(key): n
+            for *key, n in model.objects.values_list(
+                "owner_id", period, "metric", "channel", "detail", "count"
+            )
+        }
+        for model, period in ((ActivityAccountRollup, "hour"), (ActivityAccountDailyRollup, "day"))
+    )
+
+
+def test_the_account_sums_follow_the_rows_per_location(business, places):
+    """Every way the rollup's rows change (a rebuild, refreshes from empty, re-deriving, a new
+    default location) leaves the account's hours and days the sums of its locations' rows."""
+    now = places["now"]
+    activity_rollup_rebuild(now=now + timedelta(hours=1))
+    hours, days = account_sums()
+    assert hours[business.pk, hour_start(now), "scheduled", "", ""] == 2  # home and pier
+    assert (hours, days) == summed_over_locations()
+
+    for model in (
+        ActivityRollup,
+        ActivityDailyRollup,
+        ActivityAccountRollup,
+        ActivityAccountDailyRollup,
+        ActivityRollupState,
+    ):
+        model.objects.all().delete()
+    for ago in (3, 2, 1, 0):
+        activity_rollup_refresh(now=now + timedelta(hours=1) - timedelta(days=ago))
+    assert account_sums() == summed_over_locations()
+
+    activity_rollup_rederive()
+    while ActivityRollupState.objects.get().backfill_to is not None:
+        activity_rollup_refresh(now=now + timedelta(hours=1))
+    assert account_sums() == summed_over_locations()
+
+    before = account_sums()
+    location_move(account=business, location_id=places["pier"].pk, position=0)
+    assert account_sums() == before == summed_over_locations()
