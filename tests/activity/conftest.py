@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Location
@@ -63,6 +64,42 @@ def two_years_of_requests(business):
     scale_data.load_history(business, count=ROWS, days=HISTORY_DAYS, now=now)
     scale_data.analyze()
     return now
+
+
+def fill_rollup(model, where, *, end: datetime, back: range, metrics, count: int) -> None:
+    """Rows of a rollup level (``model``: hourly or daily, per location or per account) in one
+    ``INSERT ... SELECT`` (PostgreSQL; the plan tests' years of rows): for each (owner,
+    location) of ``where`` (location ``None``: the default's rows from before locations, or the
+    account's sums), each of ``metrics`` and each hour (day) ``n`` of ``back`` before ``end``,
+    ``count``. Then ANALYZE the table."""
+    table = model._meta.db_table
+    hourly = any(field.name == "hour" for field in model._meta.fields)
+    at = (
+        "%(end)s - n * interval '1 hour'"
+        if hourly
+        else ("((%(end)s - n * interval '1 day') AT TIME ZONE 'UTC')::date")
+    )
+    per_location = any(field.name == "location" for field in model._meta.fields)
+    location = ("location_id, ", "w.location_id, ") if per_location else ("", "")
+    sql = f"""
+        INSERT INTO {table} (owner_id, {location[0]}{"hour" if hourly else "day"}, metric,
+                             channel, detail, count)
+        SELECT w.owner_id, {location[1]}{at}, m, '', '', %(count)s
+        FROM unnest(%(owners)s::uuid[], %(locations)s::uuid[]) AS w(owner_id, location_id),
+             generate_series(%(first)s, %(last)s) AS n, unnest(%(metrics)s::text[]) AS m
+    """
+    params = {
+        "owners": [owner.pk for owner, _ in where],
+        "locations": [place.pk if place else None for _, place in where],
+        "end": end,
+        "first": back.start,
+        "last": back.stop - 1,
+        "metrics": list(metrics),
+        "count": count,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        cursor.execute(f"ANALYZE {table}")
 
 
 def hour_start(moment: datetime) -> datetime:

@@ -28,7 +28,7 @@ from activity.services import (
 from core.times import local_day_start
 from reviews.models import ReviewRequest
 from reviews.services import contact_add
-from tests.activity.conftest import hour_start
+from tests.activity.conftest import fill_rollup, hour_start
 from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory
 from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request, click, fail, opt_out, send_first
@@ -118,27 +118,9 @@ def test_the_all_time_funnel_reads_index_ranges_of_days_and_hours(business):
     owners = [business] + [UserFactory(business_name=f"B{n}") for n in range(20)]
     end = ActivityRollupState.objects.get().closed_until
     metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
-    ActivityDailyRollup.objects.bulk_create(
-        (
-            ActivityDailyRollup(owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=9)
-            for o in owners
-            for d in range(1, 730)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    ActivityRollup.objects.bulk_create(
-        (
-            ActivityRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=1)
-            for o in owners
-            for h in range(1, 24 * 30)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    with connection.cursor() as cursor:
-        for model in (ActivityRollup, ActivityDailyRollup):
-            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    where = [(o, None) for o in owners]
+    fill_rollup(ActivityDailyRollup, where, end=end, back=range(1, 730), metrics=metrics, count=9)
+    fill_rollup(ActivityRollup, where, end=end, back=range(1, 24 * 30), metrics=metrics, count=1)
     with CaptureQueriesContext(connection) as queries:
         owner_dashboard.funnel(owner=business, days=None)
     rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
@@ -240,29 +222,9 @@ def test_a_locations_all_time_funnel_reads_index_ranges(business):
     end = ActivityRollupState.objects.get().closed_until
     metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
     where = [(business, None), *((business, p) for p in places), *((o, None) for o in owners)]
-    ActivityDailyRollup.objects.bulk_create(
-        (
-            ActivityDailyRollup(
-                owner=o, location=p, day=(end - timedelta(days=d)).date(), metric=m, count=9
-            )
-            for o, p in where
-            for d in range(1, 730)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    ActivityRollup.objects.bulk_create(
-        (
-            ActivityRollup(owner=o, location=p, hour=end - timedelta(hours=h), metric=m, count=1)
-            for o, p in where
-            for h in range(1, 48)  # the hours around the whole days: the last ones
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    with connection.cursor() as cursor:
-        for model in (ActivityRollup, ActivityDailyRollup):
-            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    fill_rollup(ActivityDailyRollup, where, end=end, back=range(1, 730), metrics=metrics, count=9)
+    # The hours around the whole days: the last ones.
+    fill_rollup(ActivityRollup, where, end=end, back=range(1, 48), metrics=metrics, count=1)
     rollup = {ActivityRollup._meta.db_table, ActivityDailyRollup._meta.db_table}
     for chosen in (home, places[1]):
         with CaptureQueriesContext(connection) as queries:
@@ -347,56 +309,14 @@ def test_the_all_time_chart_reads_the_daily_level(business):
     end = ActivityRollupState.objects.get().closed_until
     metrics = ("scheduled", "sent")
     where = [(business, None), *((business, p) for p in places), *((o, None) for o in owners)]
-    ActivityDailyRollup.objects.bulk_create(
-        (
-            ActivityDailyRollup(
-                owner=o, location=p, day=(end - timedelta(days=d)).date(), metric=m, count=24
-            )
-            for o, p in where
-            for d in range(1, 370)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    ActivityRollup.objects.bulk_create(
-        (
-            ActivityRollup(owner=o, location=p, hour=end - timedelta(hours=h), metric=m, count=1)
-            for o, p in where
-            for h in range(1, 24 * 370)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
+    a_year = {"end": end, "metrics": metrics}
+    fill_rollup(ActivityDailyRollup, where, back=range(1, 370), count=24, **a_year)
+    fill_rollup(ActivityRollup, where, back=range(1, 24 * 370), count=1, **a_year)
     # The account's sums: one row per owner, hour (day) and metric.
-    ActivityAccountDailyRollup.objects.bulk_create(
-        (
-            ActivityAccountDailyRollup(
-                owner=o, day=(end - timedelta(days=d)).date(), metric=m, count=24 * n
-            )
-            for o, n in ((business, len(places) + 1), *((o, 1) for o in owners))
-            for d in range(1, 370)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    ActivityAccountRollup.objects.bulk_create(
-        (
-            ActivityAccountRollup(owner=o, hour=end - timedelta(hours=h), metric=m, count=n)
-            for o, n in ((business, len(places) + 1), *((o, 1) for o in owners))
-            for h in range(1, 24 * 370)
-            for m in metrics
-        ),
-        batch_size=5000,
-    )
-    levels = (
-        ActivityRollup,
-        ActivityDailyRollup,
-        ActivityAccountRollup,
-        ActivityAccountDailyRollup,
-    )
-    with connection.cursor() as cursor:
-        for model in levels:
-            cursor.execute(f"ANALYZE {model._meta.db_table}")
+    for who, n in (([business], len(places) + 1), (owners, 1)):
+        sums = [(o, None) for o in who]
+        fill_rollup(ActivityAccountDailyRollup, sums, back=range(1, 370), count=24 * n, **a_year)
+        fill_rollup(ActivityAccountRollup, sums, back=range(1, 24 * 370), count=n, **a_year)
     hourly = {ActivityRollup._meta.db_table, ActivityAccountRollup._meta.db_table}
     with timezone.override("America/New_York"):
         for ids in (None, [places[1].pk], [home.pk]):
