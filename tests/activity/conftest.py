@@ -66,7 +66,7 @@ def two_years_of_requests(business):
     return now
 
 
-def fill_rollup(model, where, *, end: datetime, back: range, metrics, count: int) -> None:
+def fill_rollup(model, where, *, end, back, metrics, count):
     """Rows of a rollup level (``model``: hourly or daily, per location or per account) in one
     ``INSERT ... SELECT`` (PostgreSQL; the plan tests' years of rows): for each (owner,
     location) of ``where`` (location ``None``: the default's rows from before locations, or the
