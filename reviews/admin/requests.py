@@ -22,6 +22,7 @@ from contact_input.normalize import is_uuid, normalize_phone
 from providers.email import provider_name as email_provider_name
 
 from .. import selectors, services
+from ..click_filter import IgnoredReason
 from ..models import (
     Channel,
     Click,
@@ -400,6 +401,21 @@ class MessageAdmin(LocationColumn, BigTableAdmin):
 # --- Engagement and consent ---------------------------------------------------------------------
 
 
+class IgnoredReasonFilter(admin.SimpleListFilter):
+    """Why a fetch was not counted, from the fixed reasons (``IgnoredReason``), not a
+    ``DISTINCT`` over every click (Django's filter for a field without choices reads the
+    whole table on every page)."""
+
+    title = "ignored reason"
+    parameter_name = "ignored_reason"
+
+    def lookups(self, request, model_admin):
+        return [(reason.value, reason.value.replace("_", " ")) for reason in IgnoredReason]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(ignored_reason=self.value()) if self.value() else queryset
+
+
 @admin.register(Click)
 class ClickAdmin(LocationColumn, BigTableAdmin):
     location_paths = ("review_request__owner", "review_request__location")
@@ -415,7 +431,7 @@ class ClickAdmin(LocationColumn, BigTableAdmin):
         BY_REQUEST_ACCOUNT,
         BY_REQUEST_LOCATION,
         "counted",
-        "ignored_reason",
+        IgnoredReasonFilter,
         ("created_at", admin.DateFieldListFilter),
     )
     search_fields = ("review_request__id",)
