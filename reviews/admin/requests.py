@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import get_connection
-from django.db.models import Q
+from django.db.models import BooleanField, Case, Q, Value, When
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -22,6 +22,7 @@ from contact_input.normalize import is_uuid, normalize_phone
 from providers.email import provider_name as email_provider_name
 
 from .. import selectors, services
+from ..click_filter import IgnoredReason
 from ..models import (
     Channel,
     Click,
@@ -88,7 +89,9 @@ class MoveRequestsForm(forms.Form):
 
 class WaitingFilter(admin.SimpleListFilter):
     """Active requests that wait for a review site: their location (no location: the
-    account's default) lists none (``ReviewSite.listed_for_row``)."""
+    account's default) lists none (``ReviewSite.unlisted``). The few locations that list none
+    are found first, then their requests on the location index: what the page reads grows with
+    the requests that wait, not with the account."""
 
     title = "waiting"
     parameter_name = "waiting"
@@ -99,8 +102,8 @@ class WaitingFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         if self.value() != "site":
             return queryset
-        return queryset.filter(status__in=ReviewRequest.ACTIVE_STATUSES).filter(
-            ~ReviewSite.listed_for_row()
+        return queryset.filter(
+            ReviewSite.unlisted().rows_q(), status__in=ReviewRequest.ACTIVE_STATUSES
         )
 
 
@@ -142,11 +145,14 @@ class ReviewRequestAdmin(LocationColumn, BigTableAdmin):
 
     def describe_rows(self, rows: list) -> None:
         """The page's rows' location names and whether each one's location lists a review
-        site, in one query."""
+        site: the page's accounts' locations that list none, then the rows, two queries."""
         if not rows:
             return
+        unlisted = ReviewSite.unlisted(accounts={row.owner_id for row in rows})
+        waits = When(unlisted.rows_q(), then=Value(False))
         page = ReviewRequest.objects.filter(pk__in=[row.pk for row in rows]).annotate(
-            location_label=location_name(), location_lists_site=ReviewSite.listed_for_row()
+            location_label=location_name(),
+            location_lists_site=Case(waits, default=Value(True), output_field=BooleanField()),
         )
         found = {
             pk: (label, listed)
@@ -395,6 +401,21 @@ class MessageAdmin(LocationColumn, BigTableAdmin):
 # --- Engagement and consent ---------------------------------------------------------------------
 
 
+class IgnoredReasonFilter(admin.SimpleListFilter):
+    """Why a fetch was not counted, from the fixed reasons (``IgnoredReason``), not a
+    ``DISTINCT`` over every click (Django's filter for a field without choices reads the
+    whole table on every page)."""
+
+    title = "ignored reason"
+    parameter_name = "ignored_reason"
+
+    def lookups(self, request, model_admin):
+        return [(reason.value, reason.value.replace("_", " ")) for reason in IgnoredReason]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(ignored_reason=self.value()) if self.value() else queryset
+
+
 @admin.register(Click)
 class ClickAdmin(LocationColumn, BigTableAdmin):
     location_paths = ("review_request__owner", "review_request__location")
@@ -410,7 +431,7 @@ class ClickAdmin(LocationColumn, BigTableAdmin):
         BY_REQUEST_ACCOUNT,
         BY_REQUEST_LOCATION,
         "counted",
-        "ignored_reason",
+        IgnoredReasonFilter,
         ("created_at", admin.DateFieldListFilter),
     )
     search_fields = ("review_request__id",)

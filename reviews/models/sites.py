@@ -4,18 +4,38 @@ and whether a location lists any (no request leaves one that lists none)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Exists, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, F, OuterRef, Q, Subquery
+from django.db.models.lookups import Exact
 
 from accounts.access import locations_q
 from accounts.models import Location
 
 from .locations import LocationPolicy, check_location, location_key
+
+
+@dataclass(frozen=True)
+class Unlisted:
+    """The places that list no review site (``ReviewSite.unlisted``): those locations, and the
+    accounts whose default location is one of them (their rows with no location are there)."""
+
+    location_ids: frozenset[uuid.UUID]
+    default_of: frozenset[uuid.UUID]
+
+    def rows_q(self, *, owner: str = "owner", location: str = "location") -> Q:
+        """The rows at these places (``owner`` and ``location``: the rows' paths to their
+        account and location), as a condition on those two columns alone, which the requests'
+        location index answers. Every place lists a site: it matches nothing, and Django runs
+        no query for it."""
+        return Q(**{f"{location}__in": sorted(self.location_ids)}) | Q(
+            **{f"{location}__isnull": True, f"{owner}__in": sorted(self.default_of)}
+        )
 
 
 class ReviewSite(models.Model):
@@ -116,33 +136,30 @@ class ReviewSite(models.Model):
         return ReviewSite.of_location(owner_id, location).exists()
 
     @staticmethod
-    def listed_for_row(*, owner: str = "owner", location: str = "location") -> Exists:
-        """Whether the location of the outer query's row lists at least one review site, as an
-        expression to annotate or filter by (the admin's lists): ``owner`` and ``location`` are
-        the row's paths to its account and its location (NULL: the account's default, whose
-        sites include those with no location). The rule of ``listed_at``, per row."""
-
-        def default_location(account: OuterRef) -> Subquery:
-            first = Location.objects.filter(account=account).order_by("position", "created_at")
-            return Subquery(first.values("pk")[:1], output_field=models.UUIDField())
-
-        uuid_field = models.UUIDField()
-        sites = (
-            ReviewSite.objects.filter(owner=OuterRef(owner))
-            .annotate(
-                site_location=Coalesce(
-                    "location", default_location(OuterRef("owner")), output_field=uuid_field
-                )
-            )
-            .filter(
-                site_location=Coalesce(
-                    OuterRef(location),
-                    default_location(OuterRef(OuterRef(owner))),
-                    output_field=uuid_field,
-                )
-            )
+    def unlisted(accounts: Collection[uuid.UUID] | None = None) -> Unlisted:
+        """Where no review site is listed, among the locations of ``accounts`` (``None``: of
+        every account): the locations that list none (no site at them and, for an account's
+        default location, none with no location either), in one query over the locations.
+        ``Unlisted.rows_q`` is then the rows at those places (a row with no location: at its
+        account's default). The rule of ``listed_at``, for many rows at once: the admin's
+        waiting filter and status."""
+        first = Location.objects.filter(account=OuterRef("account")).order_by(
+            "position", "created_at"
         )
-        return Exists(sites)
+        own_site = ReviewSite.objects.filter(location=OuterRef("pk"))
+        unplaced_site = ReviewSite.objects.filter(owner=OuterRef("account"), location=None)
+        places = (
+            Location.objects.annotate(is_default=Exact(F("pk"), Subquery(first.values("pk")[:1])))
+            .exclude(Q(Exists(own_site)) | Q(Exists(unplaced_site), is_default=True))
+            .values_list("pk", "account_id", "is_default")
+        )
+        if accounts is not None:
+            places = places.filter(account__in=sorted(accounts))
+        rows = list(places)
+        return Unlisted(
+            location_ids=frozenset(pk for pk, _, _ in rows),
+            default_of=frozenset(account for _, account, is_default in rows if is_default),
+        )
 
     @staticmethod
     def kind_for_url(url: str) -> str | None:

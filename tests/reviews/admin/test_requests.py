@@ -20,6 +20,7 @@ from reviews.models import (
     Feedback,
     Message,
     ReviewRequest,
+    ReviewSite,
 )
 from reviews.services import contact_add
 from tests.factories import LocationFactory, ReviewSiteFactory, UserFactory, first_location
@@ -227,6 +228,24 @@ def test_clicks_and_feedback_filter_by_account_and_location(staff, business, nor
     assert "North" in shown and "South" in shown  # the location column
 
 
+def test_clicks_filter_by_a_fixed_ignored_reason_without_reading_every_click(
+    staff, business, north
+):
+    request = add_at(business, north, email="n@example.com")
+    head = Click.objects.create(
+        review_request=request,
+        url="https://g.page/r/x",
+        method="HEAD",
+        ignored_reason="head_request",
+    )
+    Click.objects.create(review_request=request, url="https://g.page/r/x", counted=True)
+    with CaptureQueriesContext(connection) as queries:
+        page = staff.get("/admin/reviews/click/")
+    assert "too soon after send" in page.content.decode()  # offered before any such click
+    assert not [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"]]
+    assert listed(staff, "click", {"ignored_reason": "head_request"}) == [head]
+
+
 def test_the_location_column_names_the_default_for_a_row_with_no_location(
     staff, business, north, south
 ):
@@ -251,6 +270,29 @@ def test_a_request_waits_when_its_own_location_lists_no_site(staff, business, no
     # South's own site: nothing waits any more.
     ReviewSiteFactory(owner=business, location=south)
     assert listed(staff, "reviewrequest", {"owner": business.email, "waiting": "site"}) == []
+
+
+def test_requests_with_no_location_wait_when_the_default_location_lists_no_site(
+    staff, business, north, south
+):
+    """The default location lists its account's sites with no location; pinned elsewhere,
+    the default's requests wait, those by its id and those with no location alike, and no
+    other account's."""
+    at_north = add_at(business, north, email="n@example.com")
+    unplaced = add_at(business, north, email="u@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
+    at_south = add_at(business, south, email="s@example.com")
+    other = UserFactory()
+    ReviewSiteFactory(owner=other)
+    foreign = add_at(other, first_location(other), email="x@example.com")
+    ReviewRequest.objects.filter(pk=foreign.pk).update(location=None)
+    ReviewSite.objects.filter(owner=business).update(location=south)
+    waiting = listed(staff, "reviewrequest", {"waiting": "site"})
+    assert {r.pk for r in waiting} == {at_north.pk, unplaced.pk}
+    rows = {r.pk: r for r in listed(staff, "reviewrequest", {})}
+    assert [rows[pk].location_lists_site for pk in (at_north.pk, unplaced.pk)] == [False, False]
+    assert rows[at_south.pk].location_lists_site is True
+    assert rows[foreign.pk].location_lists_site is True
 
 
 @pytest.mark.parametrize("model", ["reviewrequest", "message", "click", "feedback"])

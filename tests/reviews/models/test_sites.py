@@ -5,17 +5,19 @@ from __future__ import annotations
 import pytest
 
 from reviews.models import ReviewRequest, ReviewSite
+from reviews.models.sites import Unlisted
 from tests.factories import (
     LocationFactory,
     ReviewRequestFactory,
     ReviewSiteFactory,
+    UserFactory,
     first_location,
 )
 
 pytestmark = pytest.mark.django_db
 
 
-def test_listed_for_row_asks_each_rows_own_location(owner):
+def test_unlisted_asks_each_rows_own_location(owner):
     """``owner`` lists one site, with no location: its default location's. A request at the
     default (by id or with no location) finds it; one at another location does not, until
     that location lists its own."""
@@ -27,8 +29,11 @@ def test_listed_for_row_asks_each_rows_own_location(owner):
     siteless = ReviewRequestFactory(location=None)  # another business, which lists none
 
     def listed() -> dict:
-        rows = ReviewRequest.objects.annotate(listed=ReviewSite.listed_for_row())
-        return dict(rows.values_list("pk", "listed"))
+        waiting = ReviewRequest.objects.filter(ReviewSite.unlisted().rows_q())
+        return {
+            row.pk: not waiting.filter(pk=row.pk).exists()
+            for row in (at_default, unplaced, elsewhere, siteless)
+        }
 
     assert listed() == {
         at_default.pk: True,
@@ -44,3 +49,29 @@ def test_listed_for_row_asks_each_rows_own_location(owner):
         elsewhere.pk: True,
         siteless.pk: False,
     }
+
+
+def test_unlisted_only_looks_at_the_accounts_asked_for(owner):
+    """Restricted to some accounts, another account's siteless locations are not named; the
+    default of an account lists its sites with no location, another location does not."""
+    default = first_location(owner)
+    other = LocationFactory(account=owner)
+    siteless = UserFactory()
+    assert ReviewSite.unlisted(accounts=[owner.pk]) == Unlisted(
+        location_ids=frozenset({other.pk}), default_of=frozenset()
+    )
+    everywhere = ReviewSite.unlisted()
+    assert other.pk in everywhere.location_ids
+    assert first_location(siteless).pk in everywhere.location_ids
+    assert siteless.pk in everywhere.default_of
+    assert default.pk not in everywhere.location_ids
+    assert owner.pk not in everywhere.default_of
+
+
+def test_a_condition_for_places_that_all_list_a_site_runs_no_query(
+    owner, django_assert_num_queries
+):
+    unlisted = ReviewSite.unlisted(accounts=[owner.pk])
+    assert unlisted == Unlisted(location_ids=frozenset(), default_of=frozenset())
+    with django_assert_num_queries(0):
+        assert ReviewRequest.objects.filter(unlisted.rows_q()).count() == 0
