@@ -26,8 +26,7 @@ import pytest
 # Seconds each module takes in make test's parallel run on a busy 2-core machine (paths under
 # tests/; rounded, from a timeline of one run): the order, not a budget.
 LONG_MODULES = {
-    "e2e/processes/test_faults.py": 80,  # the worker killed twice, the broker flushed
-    "e2e/processes/test_faults_postgresql.py": 65,  # a private cluster, restarted mid-batch
+    "e2e/processes/test_faults.py": 145,  # a worker killed, PostgreSQL restarted, the broker
     "reviews/migrations/test_0016_locations_for_existing_businesses.py": 90,
     "reviews/migrations/test_0005_email_key_idna.py": 70,
     "e2e/browser/test_dashboard.py": 58,
