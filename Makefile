@@ -8,7 +8,7 @@ PORT   ?= 8000
 export PORT
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-fast lint typecheck fmt check deploy-check lock clean schema fuzz bench bench-scale bench-test zapier-deps screenshots
+.PHONY: help run test test-suite test-fast lint typecheck fmt check deploy-check lock clean schema fuzz bench bench-scale bench-test zapier-deps screenshots
 
 ZAPIER_DIR := integrations/zapier
 
@@ -95,7 +95,12 @@ PYTEST_XDIST ?= -n 4 --dist loadfile --no-loadscope-reorder
 # worker at collection alone).
 PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache $(BIN)/python -m pytest
 
-test: lint typecheck check zapier-deps
+# The lint, the type-check and the checks run beside the tests (make -j), their seconds overlapping
+# the tests' start instead of coming before it; make test fails if any of them fails.
+test: zapier-deps
+	$(MAKE) --no-print-directory -j 4 lint typecheck check test-suite
+
+test-suite: $(VENV)/.installed-dev
 	$(PYTEST) $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # The tests alone, without tests/e2e/ (the service's processes, Chromium, a live server, a pytest

@@ -13,10 +13,11 @@ from django.core.cache.backends.filebased import FileBasedCache
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The settings alone, as the service's processes load them (their checks run at import), and a
+# connection: no django.setup(), whose importing of every app was most of each probe's second of CPU.
 PROBE = """
-import json, django
+import json
 from django.conf import settings
-django.setup()
 from django.db import connection
 out = {
     "engine": settings.DATABASES["default"]["ENGINE"],
@@ -199,7 +200,7 @@ def test_env_example_lists_every_variable_the_settings_read():
 
 
 DELIVERY_PROBE = (
-    "import django; django.setup(); from django.conf import settings as s; "
+    "from django.conf import settings as s; "
     "print(s.EMAIL_BACKEND, s.DISPATCH_INTERVAL_SECONDS, s.ANYMAIL['REQUESTS_TIMEOUT'], "
     "s.CELERY_BEAT_SCHEDULE['dispatch-due-messages']['schedule'])"
 )
