@@ -14,7 +14,7 @@ from django.core.cache.backends.filebased import FileBasedCache
 ROOT = Path(__file__).resolve().parents[2]
 
 # The settings alone, as the service's processes load them (their checks run at import), and a
-# connection: no django.setup(), whose importing of every app was most of each probe's second of CPU.
+# connection: no django.setup(), whose importing of every app was most of a probe's CPU.
 PROBE = """
 import json
 from django.conf import settings
