@@ -189,4 +189,4 @@ def places(business):
     opt_out(at_pier[2], at=now - timedelta(minutes=1))
     other = UserFactory(business_name="Other Co")
     add_request(other, email="elsewhere@example.com", created_at=ago[2])
-    return {"now": now, "home": home, "pier": pier}
+    return {"now": now, "recent": recent, "home": home, "pier": pier}

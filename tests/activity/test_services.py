@@ -411,7 +411,9 @@ def test_the_account_sums_follow_the_rows_per_location(business, places):
     now = places["now"]
     activity_rollup_rebuild(now=now + timedelta(hours=1))
     hours, days = account_sums()
-    assert hours[business.pk, hour_start(now), "scheduled", "", ""] == 2  # home and pier
+    # Home's and the pier's newest requests, two minutes old: the hour they fall in (in the
+    # first two minutes of an hour, the one before ``now``'s).
+    assert hours[business.pk, hour_start(places["recent"]), "scheduled", "", ""] == 2
     assert (hours, days) == summed_over_locations()
 
     for model in (
