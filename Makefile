@@ -14,7 +14,7 @@ ZAPIER_DIR := integrations/zapier
 
 help:
 	@echo "make run    - install, migrate and run web + worker + beat on http://127.0.0.1:$(PORT)/"
-	@echo "make test   - install test tools, lint, type-check, check migrations and deploy settings, run pytest"
+	@echo "make test   - install test tools; lint, type-check, check migrations and deploy settings, and run pytest, side by side"
 	@echo "make test-fast - the tests that start no process (all but tests/e2e/), nothing else"
 	@echo "make bench  - measure the write path and the dispatcher (PostgreSQL + Redis, wrk);"
 	@echo "              BENCH_ARGS=\"--quick\" for a smoke run, \"--against main\" to compare with a ref"
