@@ -297,3 +297,15 @@ def test_the_waiting_filter_reads_only_the_requests_of_a_location_without_a_site
     assert {r.pk for r in page.context["cl"].result_list} == {r.pk for r in waiting}
     # The siteless location has about 1,500 requests.
     assert requests_read(staff, "/admin/reviews/reviewrequest/", params) < 2_000
+
+
+@pytest.mark.parametrize("place", [5, 0])
+def test_the_location_filtered_contacts_are_counted_from_the_requests(data, staff, place):
+    """The contacts of one location are counted from the location's requests (their index,
+    stopping at the count's cap), not by a semi-join reading every contact of the account."""
+    location = data["locations"][place]
+    params = {"owner": data["owner"].email, "location": str(location.pk)}
+    page = assert_no_table_scan(staff, "/admin/reviews/contact/", params)
+    at = ReviewRequest.objects.filter(owner=data["owner"])
+    at = at.filter(location=None) if place == 0 else at.filter(location=location)
+    assert page.context["cl"].result_count == at.values("contact").distinct().count()
