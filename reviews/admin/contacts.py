@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -76,7 +76,7 @@ class ContactLocationFilter(LocationFilter):
     ``reviews.selectors.contacts_visible``): the contacts with a request at the location.
 
     The list's count, when this filter is its only condition besides the account, counts
-    the location's requests' distinct contacts (``ContactAdmin.get_paginator``): the same
+    the location's requests' distinct contacts (``counted``, ``LocationCounted``): the same
     number (a request's contact is its account's), read from the requests' location index
     and stopping at the count's cap, where the semi-join read every contact of the account."""
 
@@ -91,17 +91,20 @@ class ContactLocationFilter(LocationFilter):
     def location_condition(
         self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
     ) -> Q:
-        requests = self.location_requests(location_id, account_id=account_id, default_id=default_id)
-        self.contact_ids = requests.values("contact_id").distinct()
-        return Q(Exists(requests.filter(contact=OuterRef("pk"))), owner=account_id)
+        at = self.location_requests(location_id, account_id=account_id, default_id=default_id)
+        return Q(Exists(at.filter(contact=OuterRef("pk"))), owner=account_id)
 
-    def queryset(self, request, queryset):
-        self.contact_ids = None
-        filtered = super().queryset(request, queryset)
-        if self.contact_ids is not None:
-            # What the list's count may count instead while no other condition is added.
-            request.contacts_at_location = (filtered, self.contact_ids)
-        return filtered
+    def counted(
+        self,
+        queryset: QuerySet,
+        location_id: uuid.UUID,
+        *,
+        account_id: uuid.UUID,
+        default_id: uuid.UUID | None,
+    ) -> QuerySet:
+        """The location's requests' distinct contacts (a request's contact is its account's)."""
+        at = self.location_requests(location_id, account_id=account_id, default_id=default_id)
+        return at.values("contact_id").distinct()
 
 
 class ImportForm(forms.Form):
@@ -171,17 +174,6 @@ class ContactAdmin(BigTableAdmin):
     def search_condition(self, search: str) -> Q:
         return contact_or_id_search(search, prefix="")
 
-    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
-        """Counts the location's contacts from its requests (``ContactLocationFilter``) when
-        the list is the location filter's rows and nothing else narrows them."""
-        counted = None
-        at_location = getattr(request, "contacts_at_location", None)
-        if at_location is not None:
-            filtered, contact_ids = at_location
-            if _rows_sql(queryset) == _rows_sql(filtered):
-                counted = contact_ids
-        return self.paginator(queryset, per_page, orphans, allow_empty_first_page, counted=counted)
-
     def get_urls(self):
         return [
             path(
@@ -236,8 +228,3 @@ class ContactAdmin(BigTableAdmin):
 
 
 REPORT_ROWS_SHOWN = 1000
-
-
-def _rows_sql(queryset) -> str:
-    """Which rows ``queryset`` holds, as its statement (its order and joins aside)."""
-    return str(queryset.order_by().values("pk").query)
