@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -73,17 +73,38 @@ class OptedOutFilter(admin.SimpleListFilter):
 
 class ContactLocationFilter(LocationFilter):
     """A contact is at the locations of its requests (as a member sees it,
-    ``reviews.selectors.contacts_visible``): the contacts with a request at the location."""
+    ``reviews.selectors.contacts_visible``): the contacts with a request at the location.
+
+    The list's count, when this filter is its only condition besides the account, counts
+    the location's requests' distinct contacts (``counted``, ``LocationCounted``): the same
+    number (a request's contact is its account's), read from the requests' location index
+    and stopping at the count's cap, where the semi-join read every contact of the account."""
+
+    def location_requests(
+        self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
+    ):
+        return ReviewRequest.objects.filter(
+            locations_q([location_id], default_location_id=default_id, field="location"),
+            owner=account_id,
+        )
 
     def location_condition(
         self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
     ) -> Q:
-        at = ReviewRequest.objects.filter(
-            locations_q([location_id], default_location_id=default_id, field="location"),
-            owner=account_id,
-            contact=OuterRef("pk"),
-        )
-        return Q(Exists(at), owner=account_id)
+        at = self.location_requests(location_id, account_id=account_id, default_id=default_id)
+        return Q(Exists(at.filter(contact=OuterRef("pk"))), owner=account_id)
+
+    def counted(
+        self,
+        queryset: QuerySet,
+        location_id: uuid.UUID,
+        *,
+        account_id: uuid.UUID,
+        default_id: uuid.UUID | None,
+    ) -> QuerySet:
+        """The location's requests' distinct contacts (a request's contact is its account's)."""
+        at = self.location_requests(location_id, account_id=account_id, default_id=default_id)
+        return at.values("contact_id").distinct()
 
 
 class ImportForm(forms.Form):

@@ -14,7 +14,7 @@ from reviews.models import (
     ReviewRequest,
 )
 from reviews.services import contact_add
-from tests.factories import LocationFactory, UserFactory, first_location
+from tests.factories import LocationFactory, ReviewRequestFactory, UserFactory, first_location
 from tests.support.contacts import contact_input
 from tests.support.portal_data import add_request
 
@@ -132,3 +132,41 @@ def test_the_location_filtered_contacts_cost_the_same_queries_for_more_rows(
     add(2, 8)
     with django_assert_max_num_queries(len(few)):
         assert staff.get("/admin/reviews/contact/", params).status_code == 200
+
+
+def test_the_location_filtered_contacts_count_each_contact_once_under_every_filter(staff, business):
+    """The count of the location's contacts (read from its requests when nothing else narrows
+    the list) is the number of rows listed: a contact with two requests there counts once, the
+    default location's includes the requests with no location, and another filter or a search
+    counts only what it keeps."""
+    north = first_location(business, name="North")
+    south = LocationFactory(account=business, name="South")
+
+    def add_at(location, email):
+        data = contact_input(business, {"email": email, "delay_hours": 5})
+        return contact_add(owner=business, data=data, location_id=location.pk).review_request
+
+    twice = add_at(south, "twice@example.com")
+    ReviewRequestFactory(
+        contact=twice.contact, location=south, status="completed", ended_at=timezone.now()
+    )
+    add_at(south, "phone@example.com")
+    Contact.objects.filter(email="phone@example.com").update(phone="+14155552671")
+    add_at(north, "north@example.com")
+    unplaced = add_at(north, "old@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)  # the default's
+
+    def listed(location, **params) -> tuple[int, set[str]]:
+        page = staff.get(
+            "/admin/reviews/contact/",
+            {"owner": business.email, "location": location.pk, **params},
+        )
+        changelist = page.context["cl"]
+        return changelist.result_count, {contact.email for contact in changelist.result_list}
+
+    assert ReviewRequest.objects.filter(location=south).count() == 3
+    assert listed(south) == (2, {"twice@example.com", "phone@example.com"})
+    assert listed(north) == (2, {"north@example.com", "old@example.com"})
+    assert listed(south, channel="sms") == (1, {"phone@example.com"})
+    assert listed(south, q="twice@example.com") == (1, {"twice@example.com"})
+    assert listed(north, q="nobody@example.com") == (0, set())

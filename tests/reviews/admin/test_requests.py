@@ -215,6 +215,43 @@ def test_requests_and_messages_filter_by_location_the_default_with_its_unplaced_
     assert listed(staff, "reviewrequest", {"location": "not-an-id"}) == []
 
 
+def test_the_default_locations_count_is_its_rows_and_its_unplaced_rows_under_every_filter(
+    staff, business, north, south
+):
+    """The default location's count (its own rows and those with no location, counted as two
+    ranges) is the number of rows listed, for requests, messages and clicks, with another
+    filter or a search too."""
+    at_north = add_at(business, north, email="n@example.com")
+    unplaced = add_at(business, north, email="u@example.com")
+    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
+    at_south = add_at(business, south, email="s@example.com")
+    other = UserFactory()
+    foreign = add_at(other, first_location(other), email="x@example.com")
+    ReviewRequest.objects.filter(pk=foreign.pk).update(location=None)
+    ReviewRequest.objects.filter(pk=at_north.pk).update(status="failed", ended_at=timezone.now())
+    for request in (at_north, unplaced, at_south, foreign):
+        Click.objects.create(review_request=request, url="https://g.page/r/x", method="GET")
+
+    def counted(model: str, **params) -> tuple[int, set]:
+        page = staff.get(
+            f"/admin/reviews/{model}/", {"owner": business.email, "location": north.pk, **params}
+        )
+        changelist = page.context["cl"]
+        rows = list(changelist.result_list)
+        ids = {getattr(row, "review_request_id", row.pk) for row in rows}
+        assert changelist.result_count == len(rows)
+        return changelist.result_count, ids
+
+    both = {at_north.pk, unplaced.pk}
+    assert counted("reviewrequest") == (2, both)
+    assert counted("reviewrequest", status__exact="failed") == (1, {at_north.pk})
+    assert counted("reviewrequest", q=str(unplaced.pk)) == (1, {unplaced.pk})
+    assert counted("click") == (2, both)
+    assert counted("click", q=str(at_north.pk)) == (1, {at_north.pk})
+    messages = Message.objects.filter(review_request__in=both).count()
+    assert counted("message")[0] == messages > 0
+
+
 def test_clicks_and_feedback_filter_by_account_and_location(staff, business, north, south):
     at_north = add_at(business, north, email="n@example.com")
     at_south = add_at(business, south, email="s@example.com")
