@@ -246,7 +246,7 @@ def test_a_locations_all_time_funnel_reads_index_ranges(business):
 
 
 @pytest.mark.postgres
-def test_a_locations_funnel_starts_no_parallel_workers(business):
+def test_a_locations_funnel_starts_no_parallel_workers(business, django_assert_num_queries):
     """A scope's funnel is a few index ranges of the rollup's rows per location, which
     PostgreSQL costs a heap page each: at a million requests its plan crossed the parallel
     threshold (a ``Gather`` of two workers, ~10 ms for a 1-2 ms read). Here parallel plans are
@@ -298,6 +298,10 @@ def test_a_locations_funnel_starts_no_parallel_workers(business):
         (raw,) = cursor.fetchone()
         plan = json.loads(raw) if isinstance(raw, str) else raw
         assert {n["Node Type"] for n, _ in plan_nodes(plan[0]["Plan"])} & {"Gather"}, plan
+    # Its statements: the first request's day, the default location, the rollup's state, the
+    # setting, the read, and (inside a transaction already, as here) the setting put back.
+    with django_assert_num_queries(6):
+        owner_dashboard.funnel(owner=business, days=None, location_ids=[pier.pk])
 
 
 # --- The chart's weeks from the daily level -------------------------------------------------------
