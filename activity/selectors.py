@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -30,6 +31,7 @@ from django.utils import timezone
 
 from accounts.access import locations_q
 from accounts.models import Location
+from core.db import serial_plans
 from core.times import local_day_start, utc_day_start, utc_hour_start, utc_round_up
 from reviews.models import Message, OptOutEvent, ReviewRequest
 
@@ -412,7 +414,15 @@ def review_request_period_counts(
         if end is None or start < end
     ]
     totals = dict.fromkeys(wanted, 0)
-    for key, n in parts[0].union(*parts[1:], all=True) if parts else []:
+    if not parts:
+        return totals
+    combined = parts[0].union(*parts[1:], all=True)
+    # A scope's rows per location and hour cost PostgreSQL's estimate a heap page each: at a
+    # million requests the statement crossed the parallel threshold, and two workers cost ~10
+    # ms for a 1-2 ms read (docs/benchmarks.md, "Teams and locations (issue 37)").
+    with serial_plans() if scope is not None else nullcontext():
+        rows = list(combined)
+    for key, n in rows:
         totals[key] += n
     return totals
 

@@ -1,6 +1,7 @@
 """Database helpers shared by every app: bounded housekeeping deletes, and for the hand-written
 ("fenced") SQL on a hot path: its text, the generated parts of that text (tables, column
-lists), the models of a result row, and its statements prepared once per database session.
+lists), the models of a result row, and its statements prepared once per database session;
+``serial_plans`` for small reads PostgreSQL would hand to parallel workers.
 
 A fenced statement is a literal, read top to bottom, with ``%s`` for each parameter and
 ``{name}`` for each part generated from the models (a quoted table, a column list); ``sql_text``
@@ -12,7 +13,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
@@ -233,3 +235,27 @@ def prepared_statements_forget(
 ) -> None:
     """``connection_created``: a new database session holds no prepared statement yet."""
     _prepared.pop(connection, None)
+
+
+@contextmanager
+def serial_plans(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Plan the statements run inside without parallel workers (PostgreSQL: ``SET LOCAL
+    max_parallel_workers_per_gather = 0``, in a transaction; other databases: nothing).
+
+    For a read of a few indexed ranges that PostgreSQL costs high enough to start workers for
+    (a ``Gather`` over a ``Parallel Append``): starting and stopping two workers took ~10 ms
+    where the read itself took 1-2 ms (the dashboard's funnel at a location, docs/benchmarks.md
+    "Teams and locations (issue 37)"). One statement more (the ``SET``); inside a transaction
+    already, one more again to put the setting back (``SET LOCAL`` lasts to its end)."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        yield
+        return
+    nested = connection.in_atomic_block
+    with transaction.atomic(using=using, savepoint=False):
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        yield
+        if nested:
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL max_parallel_workers_per_gather TO DEFAULT")

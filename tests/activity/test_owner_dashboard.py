@@ -238,6 +238,8 @@ def test_a_locations_all_time_funnel_reads_index_ranges(business):
             numbers = owner_dashboard.funnel(owner=business, days=None, location_ids=[chosen.pk])
         assert numbers.sent > 0
         for query in queries.captured_queries:
+            if query["sql"].startswith("SET "):
+                continue  # the funnel's planner setting (core.db.serial_plans): no read
             with connection.cursor() as cursor:
                 cursor.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
                 (raw,) = cursor.fetchone()
@@ -248,6 +250,65 @@ def test_a_locations_all_time_funnel_reads_index_ranges(business):
                 if n["Node Type"] == "Seq Scan" and n["Relation Name"] in rollup
             ]
             assert not seq, (chosen.name, query["sql"], plan)
+
+
+@pytest.mark.postgres
+def test_a_locations_funnel_starts_no_parallel_workers(business, django_assert_num_queries):
+    """A scope's funnel is a few index ranges of the rollup's rows per location, which
+    PostgreSQL costs a heap page each: at a million requests its plan crossed the parallel
+    threshold (a ``Gather`` of two workers, ~10 ms for a 1-2 ms read). Here parallel plans are
+    made free, so the planner picks one wherever it may: the funnel's statement, planned as it
+    runs (in its transaction, with its settings), starts no worker; its numbers stay."""
+    add_request(
+        business, email="first@example.com", created_at=timezone.now() - timedelta(days=120)
+    )
+    activity_rollup_rebuild()
+    home = business.account_locations.get()
+    pier = LocationFactory(account=business)
+    end = ActivityRollupState.objects.get().closed_until
+    metrics = ("scheduled", "sent", "delivered", "clicked", "failed", "opted_out")
+    where = [(business, home), (business, pier), (business, None)]
+    fill_rollup(ActivityDailyRollup, where, end=end, back=range(1, 90), metrics=metrics, count=3)
+    fill_rollup(ActivityRollup, where, end=end, back=range(1, 48), metrics=metrics, count=1)
+    expected = {
+        days: owner_dashboard.funnel(owner=business, days=days, location_ids=[pier.pk])
+        for days in (30, None)
+    }
+    plans, statements = [], []
+
+    def explain_first(execute, sql, params, many, context):
+        if "reviews_activitydailyrollup" in sql and not many:
+            context["cursor"].cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+            (raw,) = context["cursor"].cursor.fetchone()
+            plans.append(json.loads(raw) if isinstance(raw, str) else raw)
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.cursor() as cursor:
+        for setting in ("parallel_setup_cost", "parallel_tuple_cost"):
+            cursor.execute(f"SET LOCAL {setting} = 0")
+        for setting in ("min_parallel_table_scan_size", "min_parallel_index_scan_size"):
+            cursor.execute(f"SET LOCAL {setting} = 0")
+    with connection.execute_wrapper(explain_first):
+        for days, numbers in expected.items():
+            funnel = owner_dashboard.funnel(owner=business, days=days, location_ids=[pier.pk])
+            assert funnel == numbers
+    assert len(plans) == 2
+    for plan in plans:
+        nodes = {n["Node Type"] for n, _ in plan_nodes(plan[0]["Plan"])}
+        assert not nodes & {"Gather", "Gather Merge"}, plan
+    # Parallel plans were on offer: the same statement, planned outside the funnel, takes one;
+    # and the funnel put the setting back.
+    with connection.cursor() as cursor:
+        sql, params = statements[-1]
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        (raw,) = cursor.fetchone()
+        plan = json.loads(raw) if isinstance(raw, str) else raw
+        assert {n["Node Type"] for n, _ in plan_nodes(plan[0]["Plan"])} & {"Gather"}, plan
+    # Its statements: the first request's day, the default location, the rollup's state, the
+    # setting, the read, and (inside a transaction already, as here) the setting put back.
+    with django_assert_num_queries(6):
+        owner_dashboard.funnel(owner=business, days=None, location_ids=[pier.pk])
 
 
 # --- The chart's weeks from the daily level -------------------------------------------------------
