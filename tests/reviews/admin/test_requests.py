@@ -189,9 +189,9 @@ def test_the_location_filter_offers_the_chosen_accounts_locations_only(
     ]
 
 
-def test_requests_and_messages_filter_by_location_the_default_with_its_unplaced_rows(
-    staff, business, north, south
-):
+def rows_at_north_south(business, north, south):
+    """A request at each location, one of the default's (north) with no location, and another
+    account's with no location."""
     at_north = add_at(business, north, email="n@example.com")
     unplaced = add_at(business, north, email="u@example.com")
     ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
@@ -199,6 +199,13 @@ def test_requests_and_messages_filter_by_location_the_default_with_its_unplaced_
     other = UserFactory()
     foreign = add_at(other, first_location(other), email="x@example.com")
     ReviewRequest.objects.filter(pk=foreign.pk).update(location=None)
+    return at_north, unplaced, at_south, other, foreign
+
+
+def test_requests_and_messages_filter_by_location_the_default_with_its_unplaced_rows(
+    staff, business, north, south
+):
+    at_north, unplaced, at_south, other, foreign = rows_at_north_south(business, north, south)
     by = {"owner": business.email}
     assert {r.pk for r in listed(staff, "reviewrequest", {**by, "location": north.pk})} == {
         at_north.pk,
