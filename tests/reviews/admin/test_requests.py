@@ -228,13 +228,7 @@ def test_the_default_locations_count_is_its_rows_and_its_unplaced_rows_under_eve
     """The default location's count (its own rows and those with no location, counted as two
     ranges) is the number of rows listed, for requests, messages and clicks, with another
     filter or a search too."""
-    at_north = add_at(business, north, email="n@example.com")
-    unplaced = add_at(business, north, email="u@example.com")
-    ReviewRequest.objects.filter(pk=unplaced.pk).update(location=None)
-    at_south = add_at(business, south, email="s@example.com")
-    other = UserFactory()
-    foreign = add_at(other, first_location(other), email="x@example.com")
-    ReviewRequest.objects.filter(pk=foreign.pk).update(location=None)
+    at_north, unplaced, at_south, _, foreign = rows_at_north_south(business, north, south)
     ReviewRequest.objects.filter(pk=at_north.pk).update(status="failed", ended_at=timezone.now())
     for request in (at_north, unplaced, at_south, foreign):
         Click.objects.create(review_request=request, url="https://g.page/r/x", method="GET")
