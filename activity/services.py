@@ -44,6 +44,7 @@ from .models import (
     ActivityDailyRollup,
     ActivityRollup,
     ActivityRollupState,
+    RollupCounts,
 )
 from .selectors import DAILY_SERIES, ROLLUP_KEY, activity_hourly
 
@@ -132,40 +133,33 @@ def _recompute_accounts(start: datetime, end: datetime) -> None:
     """Replace the account's sums of the hours ``[start, end)`` (``ActivityAccountRollup``)
     by the sums of their rows per location, and those of the UTC days they touch
     (``ActivityAccountDailyRollup``) by the sums of the account's hours."""
-    ActivityAccountRollup.objects.filter(hour__gte=start, hour__lt=end).delete()
-    hours = (
-        ActivityRollup.objects.filter(hour__gte=start, hour__lt=end)
-        .values(*_ACCOUNT_KEY, "hour")
-        .annotate(n=Sum("count"))
-        .values_list(*_ACCOUNT_KEY, "hour", "n")
-        .order_by()
+    hours = ActivityRollup.objects.filter(hour__gte=start, hour__lt=end).values(
+        *_ACCOUNT_KEY, "hour"
     )
-    ActivityAccountRollup.objects.bulk_create(
-        (
-            ActivityAccountRollup(
-                owner_id=owner_id, metric=metric, channel=channel, detail=detail, hour=at, count=n
-            )
-            for owner_id, metric, channel, detail, at, n in hours.iterator()
-        ),
-        batch_size=INSERT_BATCH,
-    )
+    _replace_sums(ActivityAccountRollup, "hour", {"hour__gte": start, "hour__lt": end}, hours)
     first, until = _day_window(start, end)
-    ActivityAccountDailyRollup.objects.filter(day__gte=first.date(), day__lt=until.date()).delete()
     days = (
         ActivityAccountRollup.objects.filter(hour__gte=first, hour__lt=until)
         .annotate(day=TruncDate("hour", tzinfo=UTC))
         .values(*_ACCOUNT_KEY, "day")
-        .annotate(n=Sum("count"))
-        .values_list(*_ACCOUNT_KEY, "day", "n")
-        .order_by()
     )
-    ActivityAccountDailyRollup.objects.bulk_create(
-        (
-            ActivityAccountDailyRollup(
-                owner_id=owner_id, metric=metric, channel=channel, detail=detail, day=day, count=n
-            )
-            for owner_id, metric, channel, detail, day, n in days.iterator()
-        ),
+    window = {"day__gte": first.date(), "day__lt": until.date()}
+    _replace_sums(ActivityAccountDailyRollup, "day", window, days)
+
+
+def _replace_sums(
+    model: type[RollupCounts],
+    period: str,
+    window: dict[str, Any],
+    groups: QuerySet[Any],
+) -> None:
+    """Replace ``model``'s rows in ``window`` by the counts of ``groups`` (rows grouped by
+    ``_ACCOUNT_KEY`` and ``period``) summed."""
+    model._default_manager.filter(**window).delete()
+    fields = (*_ACCOUNT_KEY, period, "count")
+    sums = groups.annotate(n=Sum("count")).values_list(*_ACCOUNT_KEY, period, "n").order_by()
+    model._default_manager.bulk_create(
+        (model(**dict(zip(fields, row, strict=True))) for row in sums.iterator()),
         batch_size=INSERT_BATCH,
     )
 
