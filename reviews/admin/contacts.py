@@ -77,8 +77,10 @@ class ContactLocationFilter(LocationFilter):
 
     The list's count, when this filter is its only condition besides the account, counts
     the location's requests' distinct contacts (``counted``, ``LocationCounted``): the same
-    number (a request's contact is its account's), read from the requests' location index
-    and stopping at the count's cap, where the semi-join read every contact of the account."""
+    number (a request's contact is its account's), read in order from the requests' index of
+    location, owner and contact and stopping at the count's cap, where the semi-join read every
+    contact of the account (and hashing the location's requests' contacts, every request of the
+    location)."""
 
     def location_requests(
         self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None

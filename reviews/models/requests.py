@@ -125,7 +125,8 @@ class ReviewRequest(models.Model):
         Contact, on_delete=models.CASCADE, related_name="review_requests", db_index=False
     )
     # NULL: the account's default location. RESTRICT: a location with requests is not deleted
-    # (its account's deletion takes both). Indexed by reviews_request_location_list.
+    # (its account's deletion takes both). Indexed by reviews_request_location_list and
+    # reviews_request_loc_contacts.
     location = models.ForeignKey(
         Location,
         on_delete=models.RESTRICT,
@@ -181,6 +182,11 @@ class ReviewRequest(models.Model):
             models.Index(
                 fields=["location", "owner", "-created_at", "-id"],
                 name="reviews_request_location_list",
+            ),
+            # A location's contacts, counted (the admin's contact list filtered by location):
+            # the distinct contacts read in order from the index, stopping at the count's cap.
+            models.Index(
+                fields=["location", "owner", "contact"], name="reviews_request_loc_contacts"
             ),
             models.Index(fields=["contact", "-created_at"], name="reviews_request_contact_recent"),
             # The admin's list, newest first across every owner.
