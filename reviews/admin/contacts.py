@@ -104,9 +104,15 @@ class ContactLocationFilter(LocationFilter):
         account_id: uuid.UUID,
         default_id: uuid.UUID | None,
     ) -> QuerySet:
-        """The location's requests' distinct contacts (a request's contact is its account's)."""
-        at = self.location_requests(location_id, account_id=account_id, default_id=default_id)
-        return at.values("contact_id").distinct()
+        """The location's requests' distinct contacts (a request's contact is its account's).
+        The default location's: those of its own requests and of the requests with no location,
+        as one ``UNION`` of the two index ranges; their ``OR`` had the planner walk the
+        account's requests in contact order to stop at the cap (559 ms at 1M requests)."""
+        requests = ReviewRequest.objects.filter(owner=account_id).order_by()
+        own = requests.filter(location=location_id).values("contact_id")
+        if location_id != default_id:
+            return own.distinct()
+        return own.union(requests.filter(location=None).values("contact_id"))
 
 
 class ImportForm(forms.Form):
