@@ -24,6 +24,7 @@ from bench.scale.pages import (
     resolve,
 )
 from bench.trees import issue_token
+from config.celery import app as celery_app
 from reviews.models import Click, Contact, Message, OptOutEvent, ReviewRequest, ReviewSite
 from reviews.services import business_create
 
@@ -240,6 +241,17 @@ def test_the_cursor_page_is_reached_by_following_each_page_s_older_link(loaded):
     assert reached == [r.pk for r in newest[FOLLOW * 25 : (FOLLOW + 1) * 25]]
     # Too few rows for that many cursors: not a page measured wrongly, a status 0.
     assert run.follow(client, page.url, SIZE // 25 + 1).status == 0
+
+
+def test_each_dispatcher_run_claims_its_batch_however_many_runs(loaded, settings, monkeypatch):
+    # As many due messages as the warm-up and the runs claim; the queue's cap below them. (In
+    # the test's transaction nothing is published; the broker is left alone.)
+    settings.DISPATCH_MAX_QUEUED = DUE // 2
+    monkeypatch.setattr(celery_app.control, "purge", lambda: 0)
+    figures = run.measure_claims(3, claim=DUE // 4)
+    assert figures["status"] == DUE // 4 and len(figures["runs_ms"]) == 3
+    assert not Message.objects.filter(status="queued").exists()
+    assert Message.objects.filter(status="pending").count() == DUE
 
 
 def figures(median, kind="portal", p95=None):
