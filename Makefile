@@ -123,7 +123,7 @@ bench: $(VENV)/.installed-dev
 	@command -v wrk >/dev/null 2>&1 || { echo "bench needs wrk: apt-get install -y wrk"; exit 1; }
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
-# The pages at two data sizes, each in a fresh database it loads and drops (bench/scale.py).
+# The pages at two data sizes, each in a fresh database it loads and drops (bench/scale/).
 bench-scale: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.scale $(BENCH_ARGS)
 

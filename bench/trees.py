@@ -82,7 +82,13 @@ def seed(tree: Tree) -> None:
         "https://g.page/r/bench-co/review",
     )
     tree.owner_id = out.strip().splitlines()[-1]
+    tree.token = issue_token(tree.owner_id, using=tree.alias)
 
+
+def issue_token(owner_id: str, *, using: str = "default") -> str:
+    """A connected client of ``owner_id`` (an application, its connection) and an access token
+    of scope ``read write`` with its refresh token, as the consent flow leaves them: the raw
+    access token."""
     from django.utils import timezone
     from oauth2_provider.models import (
         get_access_token_model,
@@ -93,7 +99,7 @@ def seed(tree: Tree) -> None:
 
     from oauth_provider.models import Connection
 
-    db = tree.alias
+    db = using
     Application = get_application_model()
     application = Application.objects.using(db).create(
         name="Bench",
@@ -102,10 +108,10 @@ def seed(tree: Tree) -> None:
         redirect_uris="https://bench.example/callback",
         client_secret=secrets.token_urlsafe(32),
     )
-    connection = Connection.objects.using(db).create(user_id=tree.owner_id, application=application)
+    connection = Connection.objects.using(db).create(user_id=owner_id, application=application)
     raw = secrets.token_urlsafe(30)
     access = get_access_token_model()(
-        user_id=tree.owner_id,
+        user_id=owner_id,
         application=application,
         scope="read write",
         expires=timezone.now() + timedelta(hours=6),
@@ -113,14 +119,14 @@ def seed(tree: Tree) -> None:
     set_token_value(access, raw)
     access.save(using=db)
     refresh = get_refresh_token_model()(
-        user_id=tree.owner_id,
+        user_id=owner_id,
         application=application,
         access_token=access,
         token_family=connection.pk,
     )
     set_token_value(refresh, secrets.token_urlsafe(30))
     refresh.save(using=db)
-    tree.token = raw
+    return raw
 
 
 def seed_duplicates(tree: Tree) -> None:
