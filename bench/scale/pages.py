@@ -173,6 +173,20 @@ def _pages(owner_id: str, g: int) -> list[Page]:
             "staff",
             f"/admin/reviews/click/?{owner_filter}&location={{{location}}}",
         ),
+        # The default location's rows are its own and those with no location: two ranges.
+        *(
+            Page(
+                f"admin {name}, default location filter",
+                "admin list",
+                "staff",
+                f"/admin/reviews/{model}/?{owner_filter}&location={{{default}}}",
+            )
+            for name, model in (
+                ("messages", "message"),
+                ("contacts", "contact"),
+                ("clicks", "click"),
+            )
+        ),
     ]
 
 
