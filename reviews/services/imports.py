@@ -38,10 +38,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-import openpyxl
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from openpyxl.utils.exceptions import InvalidFileException
 
 from accounts.models import User
 from contact_input.normalize import (
@@ -208,6 +206,12 @@ def read_xlsx(raw: bytes) -> tuple[list[str], Rows]:
     """The first worksheet of an Excel workbook, as ``read_csv`` returns a file: the first row
     names the columns. Cells become the text a CSV export would hold: whole numbers without
     ``.0`` (a phone number typed as a number, a delay of 24), dates in ISO format."""
+    # Imported here, not at the top: openpyxl takes a quarter of a second of CPU to import,
+    # and every process loads this module (the admin imports the services) while only an
+    # upload of a workbook needs it.
+    import openpyxl
+    from openpyxl.utils.exceptions import InvalidFileException
+
     try:
         book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:

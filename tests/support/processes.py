@@ -55,8 +55,14 @@ def service_env(var_dir: Path, *, embedded_broker: bool = False, **extra: str) -
         STATICFILES_STORAGE="django.contrib.staticfiles.storage.StaticFilesStorage",
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         PYTHONUNBUFFERED="1",
-        WEB_CONCURRENCY="2",
-        WORKER_CONCURRENCY="2",
+        # One gunicorn worker and one Celery pool child, enough for every test but those that
+        # set their own (the fault tests' pool of two): gunicorn does not preload, so each more
+        # web worker imports Django again (~1.4 s of CPU a launch).
+        WEB_CONCURRENCY="1",
+        WORKER_CONCURRENCY="1",
+        # Celery's worker runs Django's system checks as it starts (~0.25 s of CPU a launch);
+        # make check runs them once for the whole suite.
+        CELERY_SKIP_CHECKS="1",
         TEST_RATE_LIMIT_KEY_PREFIX=f"rr:rl:test:{uuid.uuid4().hex[:12]}",
     )
     if embedded_broker:

@@ -73,6 +73,9 @@ def process_env(fake: FakeProviders, redis_url: str, **extra: str) -> dict[str, 
         "DELIVERY_CONNECT_TIMEOUT": "2",
         "DELIVERY_READ_TIMEOUT": "4",
         "HEARTBEAT_INTERVAL": "3600",
+        # Two pool children taking send tasks side by side, as in production: the kill lands
+        # on one of them while the other may hold rows of the same batch.
+        "WORKER_CONCURRENCY": "2",
         "SITE_URL": settings.SITE_URL,  # one public URL for every process, as in production
         **extra,
     }
