@@ -10,6 +10,7 @@ and reading results, the ORM on the tree's database (an alias of the harness's s
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -50,6 +51,19 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def add_service_options(parser: argparse.ArgumentParser) -> None:
+    """The options every bench command shares: where it creates its databases and its Redis."""
+    parser.add_argument(
+        "--admin-database-url",
+        default=os.environ.get(
+            "BENCH_ADMIN_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    )
 
 
 def with_database(url: str, name: str) -> str:

@@ -47,6 +47,7 @@ from pathlib import Path
 from bench.common import (
     ROOT,
     Tree,
+    add_service_options,
     children,
     free_port,
     fresh_database,
@@ -230,15 +231,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--out", type=Path, default=None, help="results file (default bench/results/<date>.json)"
     )
-    parser.add_argument(
-        "--admin-database-url",
-        default=os.environ.get(
-            "BENCH_ADMIN_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
-    parser.add_argument(
-        "--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
-    )
+    add_service_options(parser)
     args = parser.parse_args(argv)
     if args.quick:
         parser.set_defaults(**QUICK)

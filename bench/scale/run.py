@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
-from bench.common import PYTHON, ROOT, Tree, fresh_database, run_manage, service_env
+from bench.common import (
+    PYTHON,
+    ROOT,
+    Tree,
+    add_service_options,
+    fresh_database,
+    run_manage,
+    service_env,
+)
 from bench.scale import __doc__ as ABOUT
 from bench.scale.data import HISTORY_DAYS, MANAGER_EMAIL, SMALL_BUSINESSES, load
 from bench.scale.pages import SHAPES, Page, pages, resolve
@@ -328,15 +336,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(the API's lists), write (the write path and a dispatcher claim)",
     )
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument(
-        "--admin-database-url",
-        default=os.environ.get(
-            "BENCH_ADMIN_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
-    parser.add_argument(
-        "--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
-    )
+    add_service_options(parser)
     # One size in this process (what the run starts per size), on a database it loads.
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--database-url", default=None, help=argparse.SUPPRESS)

@@ -82,19 +82,15 @@ class ContactLocationFilter(LocationFilter):
     contact of the account (and hashing the location's requests' contacts, every request of the
     location)."""
 
-    def location_requests(
-        self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
-    ):
-        return ReviewRequest.objects.filter(
-            locations_q([location_id], default_location_id=default_id, field="location"),
-            owner=account_id,
-        )
-
     def location_condition(
         self, location_id: uuid.UUID, *, account_id: uuid.UUID, default_id: uuid.UUID | None
     ) -> Q:
-        at = self.location_requests(location_id, account_id=account_id, default_id=default_id)
-        return Q(Exists(at.filter(contact=OuterRef("pk"))), owner=account_id)
+        at = ReviewRequest.objects.filter(
+            locations_q([location_id], default_location_id=default_id, field="location"),
+            owner=account_id,
+            contact=OuterRef("pk"),
+        )
+        return Q(Exists(at), owner=account_id)
 
     def counted(
         self,

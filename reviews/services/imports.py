@@ -206,7 +206,7 @@ def read_xlsx(raw: bytes) -> tuple[list[str], Rows]:
     """The first worksheet of an Excel workbook, as ``read_csv`` returns a file: the first row
     names the columns. Cells become the text a CSV export would hold: whole numbers without
     ``.0`` (a phone number typed as a number, a delay of 24), dates in ISO format."""
-    # Imported here, not at the top: openpyxl takes a quarter of a second of CPU to import,
+    # Imported here, not at the top: openpyxl takes ~0.1 s of CPU to import,
     # and every process loads this module (the admin imports the services) while only an
     # upload of a workbook needs it.
     import openpyxl
